@@ -1,0 +1,201 @@
+package management
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Token is a management access token.
+//
+// Token is safe to print and log: String, GoString and LogValue redact the
+// access token.
+type Token struct {
+	AccessToken string
+	TokenType   string    // as returned ("Bearer"); sent back as "<TokenType> <AccessToken>"
+	Expiry      time.Time // derived from expires_in at receipt; zero: never expires
+}
+
+// String describes t with the access token redacted.
+func (t Token) String() string {
+	return fmt.Sprintf("management.Token{TokenType:%q, AccessToken:%s, Expiry:%s}",
+		t.TokenType, redact(t.AccessToken), t.Expiry.Format(time.RFC3339))
+}
+
+// GoString is String, so that %#v redacts too.
+func (t Token) GoString() string { return t.String() }
+
+// LogValue describes t to log/slog with the access token redacted.
+func (t Token) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("token_type", t.TokenType),
+		slog.String("access_token", redact(t.AccessToken)),
+		slog.Time("expiry", t.Expiry),
+	)
+}
+
+// header is the Authorization header value that carries t.
+func (t *Token) header() string {
+	typ := t.TokenType
+	if typ == "" {
+		typ = "Bearer"
+	}
+	return typ + " " + t.AccessToken
+}
+
+// expired reports whether t can no longer be used at now.
+func (t *Token) expired(now time.Time) bool {
+	return !t.Expiry.IsZero() && !now.Before(t.Expiry)
+}
+
+// TokenSource supplies management tokens. Implementations must be safe for
+// concurrent use. Set Config.TokenSource to replace the client-credentials flow.
+type TokenSource interface {
+	// Token returns a token that is valid now. ctx bounds the wait.
+	Token(ctx context.Context) (*Token, error)
+}
+
+// tokenFetchTimeout bounds one token request, which runs detached from the
+// callers waiting for it.
+const tokenFetchTimeout = 30 * time.Second
+
+// tokenCache is the client's TokenSource: it fetches tokens with the
+// client-credentials flow, keeps one, and refreshes it lazily before expiry.
+// However many goroutines need a token at once, one request is made.
+type tokenCache struct {
+	client *Client
+	auth   string        // "Basic base64(id:secret)"; never printed
+	margin time.Duration // Config.RefreshMargin
+
+	mu        sync.Mutex
+	tok       *Token
+	refreshAt time.Time
+	inflight  *tokenFetch // non-nil while a request is under way
+}
+
+// tokenFetch is one token request that any number of callers wait for.
+type tokenFetch struct {
+	done chan struct{} // closed when tok or err is set
+	tok  *Token
+	err  error
+}
+
+func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCache {
+	return &tokenCache{
+		client: c,
+		auth:   "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+secret)),
+		margin: margin,
+	}
+}
+
+// Token returns the cached token, or waits for a new one when it is missing
+// or due for refresh. The request runs detached from ctx, so a caller that
+// gives up does not fail the others; each caller waits only as long as its
+// own ctx allows. When a refresh fails but the cached token has not expired,
+// the cached token is returned.
+func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
+	s.mu.Lock()
+	if s.tok != nil && time.Now().Before(s.refreshAt) {
+		tok := s.tok
+		s.mu.Unlock()
+		return tok, nil
+	}
+	f := s.inflight
+	if f == nil {
+		f = &tokenFetch{done: make(chan struct{})}
+		s.inflight = f
+		go s.fetch(context.WithoutCancel(ctx), f)
+	}
+	s.mu.Unlock()
+
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("management: waiting for a token: %w", ctx.Err())
+	}
+	if f.err == nil {
+		return f.tok, nil
+	}
+	s.mu.Lock()
+	cur := s.tok
+	s.mu.Unlock()
+	if cur != nil && !cur.expired(time.Now()) {
+		s.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token",
+			slog.String("error", f.err.Error()))
+		return cur, nil
+	}
+	return nil, f.err
+}
+
+func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
+	ctx, cancel := context.WithTimeout(ctx, tokenFetchTimeout)
+	defer cancel()
+	tok, lifetime, err := s.client.requestToken(ctx, s.auth)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.tok = tok
+		s.refreshAt = tok.Expiry.Add(-refreshMargin(s.margin, lifetime))
+	}
+	f.tok, f.err = tok, err
+	s.inflight = nil
+	close(f.done)
+}
+
+// refreshMargin is how long before expiry a token of the given lifetime is
+// refreshed: the configured margin (default a tenth of the lifetime), never
+// more than half of it, so a short-lived token is not refreshed on every call.
+func refreshMargin(configured, lifetime time.Duration) time.Duration {
+	m := configured
+	switch {
+	case m < 0:
+		return 0
+	case m == 0:
+		m = lifetime / 10
+	}
+	return min(m, lifetime/2)
+}
+
+// Invalidate drops stale from the cache, if the cache still holds it, so
+// that the next Token call fetches a new one. A token already replaced by a
+// concurrent refresh is left alone.
+func (s *tokenCache) Invalidate(stale *Token) {
+	s.mu.Lock()
+	if s.tok == stale {
+		s.tok = nil
+	}
+	s.mu.Unlock()
+}
+
+// tokenResponse is the token endpoint's AccessTokenResponse.
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int64  `json:"expires_in"`
+}
+
+// grantBody is the token request's body; the grant is always client credentials.
+var grantBody = []byte(`{"grant_type":"client_credentials"}`)
+
+// requestToken makes the client-credentials request (RFC 6749 section 4.4,
+// with the JSON body the service requires).
+func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, time.Duration, error) {
+	op := &operation{method: "POST", path: "/auth/token", body: grantBody, tokenAuth: basicAuth}
+	var tr tokenResponse
+	status, err := c.do(ctx, op, &tr)
+	if err != nil {
+		return nil, 0, err
+	}
+	received := time.Now()
+	if tr.AccessToken == "" || tr.ExpiresIn <= 0 {
+		return nil, 0, &DecodeError{Method: op.method, Path: op.path, StatusCode: status,
+			Err: errors.New("token response without access_token or a positive expires_in")}
+	}
+	lifetime := time.Duration(tr.ExpiresIn) * time.Second
+	return &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
+}

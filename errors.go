@@ -1,0 +1,204 @@
+package management
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Reasons the service sends in the reason field of its error bodies.
+const (
+	ReasonUnauthorized      = "AUTH.UNAUTHORIZED"
+	ReasonRequestValidation = "COMMON.REQUEST_VALIDATION"
+	ReasonEntityNotFound    = "COMMON.ENTITY_NOT_FOUND"
+)
+
+// Sentinel errors. Test for them with errors.Is; the typed errors below
+// answer for the sentinel their status, reason or code stands for.
+var (
+	// ErrUnauthorized: the service refused the management token (401
+	// AUTH.UNAUTHORIZED), even after one fresh token.
+	ErrUnauthorized = errors.New("management: unauthorized")
+	// ErrNotFound: the User or Thing does not exist (404 COMMON.ENTITY_NOT_FOUND).
+	ErrNotFound = errors.New("management: not found")
+	// ErrValidation: the service refused the request's parameters (400
+	// COMMON.REQUEST_VALIDATION).
+	ErrValidation = errors.New("management: request validation failed")
+	// ErrInvalidClient: the token endpoint refused the client id or secret.
+	ErrInvalidClient = errors.New("management: invalid client credentials")
+	// ErrUnsupportedGrantType: the token endpoint refused the grant type.
+	ErrUnsupportedGrantType = errors.New("management: unsupported grant type")
+	// ErrRateLimited: the service still answered 429 after the retries.
+	ErrRateLimited = errors.New("management: rate limited")
+	// ErrInvalidArgument: an argument was refused before any request was sent.
+	ErrInvalidArgument = errors.New("management: invalid argument")
+	// ErrInvalidPageLink: a next_page link was not a path on the base URL,
+	// or was seen twice in one run; it was not followed.
+	ErrInvalidPageLink = errors.New("management: invalid next_page link")
+	// ErrResponseTooLarge: a response body was larger than Config.MaxResponseBytes.
+	ErrResponseTooLarge = errors.New("management: response body too large")
+)
+
+// maxErrorBody bounds the raw body kept in APIError.Body.
+const maxErrorBody = 1024
+
+// APIError is a non-2xx answer of the service: the {reason, error_message}
+// shape of the management endpoints, or any answer without a recognised shape
+// (an HTML page from a proxy, an empty body), in which case Reason is empty
+// and Body holds the start of the raw body.
+type APIError struct {
+	StatusCode int
+	Reason     string // "AUTH.UNAUTHORIZED", ...; "" when the body had no recognised shape
+	Message    string
+	Method     string
+	Path       string // below the path prefix, escaped, without the query string
+	Body       []byte // raw body (truncated) when it was not the documented shape
+}
+
+// Error names the operation, the status and the service's reason and message,
+// for example "management: GET /users/u-1: 404 COMMON.ENTITY_NOT_FOUND: User u-1 was not found".
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("management: ")
+	b.WriteString(e.Method)
+	b.WriteByte(' ')
+	b.WriteString(e.Path)
+	b.WriteString(": ")
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	switch {
+	case e.Reason != "":
+		b.WriteByte(' ')
+		b.WriteString(e.Reason)
+	case http.StatusText(e.StatusCode) != "":
+		b.WriteByte(' ')
+		b.WriteString(http.StatusText(e.StatusCode))
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	return b.String()
+}
+
+// Is reports whether e stands for target: ErrUnauthorized, ErrNotFound and
+// ErrValidation by reason (or by status when the body had no reason), and
+// ErrRateLimited by status 429.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.hasReason(ReasonUnauthorized, http.StatusUnauthorized)
+	case ErrNotFound:
+		return e.hasReason(ReasonEntityNotFound, http.StatusNotFound)
+	case ErrValidation:
+		return e.hasReason(ReasonRequestValidation, http.StatusBadRequest)
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests
+	}
+	return false
+}
+
+func (e *APIError) hasReason(reason string, status int) bool {
+	if e.Reason == "" {
+		return e.StatusCode == status
+	}
+	return strings.EqualFold(e.Reason, reason)
+}
+
+// TokenError is a failure of the token endpoint in its OAuth 2.0 shape,
+// {error, error_description}.
+type TokenError struct {
+	StatusCode  int
+	Code        string // "invalid_client", "unsupported_grant_type", ...
+	Description string
+}
+
+// Error names the token request, the status, the code and the description.
+func (e *TokenError) Error() string {
+	msg := fmt.Sprintf("management: POST /auth/token: %d %s", e.StatusCode, e.Code)
+	if e.Description != "" {
+		msg += ": " + e.Description
+	}
+	return msg
+}
+
+// Is reports whether e stands for target: ErrInvalidClient or
+// ErrUnsupportedGrantType, by code.
+func (e *TokenError) Is(target error) bool {
+	switch target {
+	case ErrInvalidClient:
+		return e.Code == "invalid_client"
+	case ErrUnsupportedGrantType:
+		return e.Code == "unsupported_grant_type"
+	}
+	return false
+}
+
+// DecodeError reports a 2xx answer whose body could not be read or decoded:
+// not JSON, truncated, of the wrong shape, or larger than
+// Config.MaxResponseBytes (then it wraps ErrResponseTooLarge).
+type DecodeError struct {
+	Method     string
+	Path       string // below the path prefix, escaped, without the query string
+	StatusCode int
+	Err        error
+}
+
+// Error names the operation and the status.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("management: %s %s: %d response: %v", e.Method, e.Path, e.StatusCode, e.Err)
+}
+
+// Unwrap returns the decoding or reading error.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// TransportError reports a request that got no usable HTTP answer: the
+// connection failed on every attempt, or the context ended. Err never holds
+// the request URL (net/http's *url.Error does; it is unwrapped), so no query
+// string reaches a log through it.
+type TransportError struct {
+	Method   string
+	Path     string // below the path prefix, escaped, without the query string
+	Attempts int
+	Err      error
+}
+
+// Error names the operation and the number of attempts.
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("management: %s %s: no answer after %d attempt(s): %v", e.Method, e.Path, e.Attempts, e.Err)
+}
+
+// Unwrap returns the cause, for errors.Is(err, context.DeadlineExceeded) and the like.
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// wireError is either error shape of the service.
+type wireError struct {
+	Reason           *string `json:"reason"`
+	ErrorMessage     string  `json:"error_message"`
+	Error            *string `json:"error"`
+	ErrorDescription string  `json:"error_description"`
+}
+
+// errorFor maps a non-2xx answer to op to an error: the token endpoint's
+// {error, error_description} to a *TokenError, {reason, error_message} to an
+// *APIError, and anything else to an *APIError with the start of the raw body.
+// 429 answers also match ErrRateLimited.
+func (op *operation) errorFor(prefix string, status int, body []byte) error {
+	var w wireError
+	_ = json.Unmarshal(body, &w) // a body of another shape leaves w empty
+	if op.tokenAuth != "" && w.Error != nil && *w.Error != "" {
+		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
+	}
+	e := &APIError{StatusCode: status, Method: op.method, Path: op.logPath(prefix)}
+	switch {
+	case w.Reason != nil && *w.Reason != "":
+		e.Reason, e.Message = *w.Reason, w.ErrorMessage
+	case w.Error != nil && *w.Error != "":
+		e.Reason, e.Message = *w.Error, w.ErrorDescription
+	default:
+		e.Body = body[:min(len(body), maxErrorBody)]
+	}
+	return e
+}
