@@ -3,6 +3,7 @@ package management
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,16 @@ func (t Token) LogValue() slog.Value {
 	)
 }
 
+// MarshalJSON encodes t with the access token redacted, so that a Token
+// nested in a value logged by slog's JSON handler stays safe.
+func (t Token) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"token_type":   t.TokenType,
+		"access_token": redact(t.AccessToken),
+		"expiry":       t.Expiry,
+	})
+}
+
 // header is the Authorization header value that carries t.
 func (t *Token) header() string {
 	typ := t.TokenType
@@ -62,6 +73,9 @@ type TokenSource interface {
 // tokenFetchTimeout bounds one token request, which runs detached from the
 // callers waiting for it.
 const tokenFetchTimeout = 30 * time.Second
+
+// maxTokenLifetime caps expires_in, in seconds.
+const maxTokenLifetime = 24 * 60 * 60
 
 // tokenCache is the client's TokenSource: it fetches tokens with the
 // client-credentials flow, keeps one, and refreshes it lazily before expiry.
@@ -196,6 +210,8 @@ func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, ti
 		return nil, 0, &DecodeError{Method: op.method, Path: op.path, StatusCode: status,
 			Err: errors.New("token response without access_token or a positive expires_in")}
 	}
-	lifetime := time.Duration(tr.ExpiresIn) * time.Second
+	// A lifetime beyond a day is treated as a day: time.Duration would
+	// overflow for absurd values, and a refresh a day costs nothing.
+	lifetime := time.Duration(min(tr.ExpiresIn, maxTokenLifetime)) * time.Second
 	return &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
 }

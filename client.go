@@ -114,6 +114,17 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
+// MarshalJSON encodes c with the client id and secret redacted, so that a
+// Config nested in a value logged by slog's JSON handler stays safe.
+func (c Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"base_url":      c.BaseURL,
+		"client_id":     redact(c.ClientID),
+		"client_secret": redact(c.ClientSecret),
+		"token_source":  c.TokenSource != nil,
+	})
+}
+
 // Client is a client of the management API. It holds the token, refreshed
 // as needed, and the connection pool: create one per service and share it.
 // A Client is safe for concurrent use by multiple goroutines.
@@ -364,7 +375,7 @@ func (op *operation) logPath(prefix string) string {
 // send makes the HTTP exchange of op through the retry layer and returns
 // the final response and the token it carried last.
 func (c *Client) send(ctx context.Context, op *operation, tok *Token) (*http.Response, *Token, error) {
-	st := &exchange{client: c, op: op, path: op.logPath(c.prefix), token: tok}
+	st := &exchange{ctx: ctx, client: c, op: op, path: op.logPath(c.prefix), token: tok}
 	var body any
 	if op.body != nil {
 		body = op.body
@@ -398,6 +409,11 @@ func (c *Client) send(ctx context.Context, op *operation, tok *Token) (*http.Res
 	}
 	resp, err := rc.Do(req)
 	if err != nil {
+		// retryablehttp returns a bare context error when the context ends
+		// during a wait; name the operation in it like every other failure.
+		if _, ours := err.(*TransportError); !ours {
+			err = &TransportError{Method: op.method, Path: st.path, Attempts: st.attempts, Err: withoutURL(err)}
+		}
 		return nil, nil, err
 	}
 	return resp, st.token, nil

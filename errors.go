@@ -202,3 +202,43 @@ func (op *operation) errorFor(prefix string, status int, body []byte) error {
 	}
 	return e
 }
+
+// Refusals of Authenticator, the error passed to Authenticator.ErrorHandler
+// and returned by Authenticator.Check. Test for them with errors.Is, and for
+// *InvalidTokenError with errors.As.
+var (
+	// ErrMissingToken: the request had no Authorization header, or a blank one.
+	ErrMissingToken = errors.New("management: missing End User access token")
+	// ErrInvalidToken: the service said the End User token is invalid.
+	// *InvalidTokenError matches it and carries the answer to relay.
+	ErrInvalidToken = errors.New("management: invalid End User access token")
+	// ErrForbiddenRole: the token is valid but its role is not RoleAppUser;
+	// RoleServiceAccount means a management token was presented.
+	ErrForbiddenRole = errors.New("management: End User access token of a role that is not allowed")
+	// ErrAuthenticationUnavailable: no verdict could be had on the token
+	// (the service unreachable, failing after retries, refusing the
+	// management token, or answering in an unknown shape). The error
+	// wrapping it also wraps the cause (*APIError, *TransportError, ...).
+	ErrAuthenticationUnavailable = errors.New("management: End User token check unavailable")
+)
+
+// InvalidTokenError is the refusal of an End User token the service said is
+// invalid. It matches ErrInvalidToken.
+type InvalidTokenError struct {
+	// Response is the answer to relay: the service's to_client_response,
+	// with HTTPCode 401 when the service's was not a 4xx, or a default 401
+	// answer when the service sent none. Never nil when made by Authenticator.
+	Response *ClientResponse
+}
+
+// Error names the status and reason to relay; never the token, nor the
+// service's message (which could quote it).
+func (e *InvalidTokenError) Error() string {
+	if e.Response == nil {
+		return ErrInvalidToken.Error()
+	}
+	return fmt.Sprintf("%s: %d %s", ErrInvalidToken.Error(), e.Response.HTTPCode, e.Response.HTTPBody.Reason)
+}
+
+// Is reports whether target is ErrInvalidToken.
+func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidToken }

@@ -26,6 +26,7 @@ import (
 // exchange is the state of one call through the retry layer. Its methods are
 // the retryablehttp hooks; they run on the caller's goroutine, one at a time.
 type exchange struct {
+	ctx      context.Context // the caller's, for log records; lives only as long as the call
 	client   *Client
 	op       *operation
 	path     string // for logs and errors
@@ -34,14 +35,14 @@ type exchange struct {
 	wait     time.Duration // chosen by checkRetry, taken by backoff
 }
 
-func (x *exchange) logAttempt(_ retryablehttp.Logger, req *http.Request, n int) {
+func (x *exchange) logAttempt(_ retryablehttp.Logger, _ *http.Request, n int) {
 	x.attempts = n + 1
-	x.client.logger.LogAttrs(req.Context(), slog.LevelDebug, "management: request",
+	x.client.logger.LogAttrs(x.ctx, slog.LevelDebug, "management: request",
 		slog.String("method", x.op.method), slog.String("path", x.path), slog.Int("attempt", x.attempts))
 }
 
 func (x *exchange) logResponse(_ retryablehttp.Logger, resp *http.Response) {
-	x.client.logger.LogAttrs(resp.Request.Context(), slog.LevelDebug, "management: response",
+	x.client.logger.LogAttrs(x.ctx, slog.LevelDebug, "management: response",
 		slog.String("method", x.op.method), slog.String("path", x.path),
 		slog.Int("status", resp.StatusCode), slog.Int("attempt", x.attempts))
 }

@@ -1,0 +1,128 @@
+package management
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAPIErrorString(t *testing.T) {
+	tests := []struct {
+		err  APIError
+		want string
+	}{
+		{APIError{StatusCode: 404, Reason: ReasonEntityNotFound, Message: "User u-1 was not found", Method: "GET", Path: "/users/u-1"},
+			"management: GET /users/u-1: 404 COMMON.ENTITY_NOT_FOUND: User u-1 was not found"},
+		{APIError{StatusCode: 401, Reason: ReasonUnauthorized, Method: "PATCH", Path: "/things/t-1"},
+			"management: PATCH /things/t-1: 401 AUTH.UNAUTHORIZED"},
+		{APIError{StatusCode: 502, Method: "GET", Path: "/users", Body: []byte("<html>")},
+			"management: GET /users: 502 Bad Gateway"},
+		{APIError{StatusCode: 599, Method: "GET", Path: "/users"}, "management: GET /users: 599"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestAPIErrorIs(t *testing.T) {
+	tests := []struct {
+		err  APIError
+		is   []error
+		isnt []error
+	}{
+		{APIError{StatusCode: 401, Reason: ReasonUnauthorized}, []error{ErrUnauthorized}, []error{ErrNotFound, ErrValidation, ErrRateLimited}},
+		{APIError{StatusCode: 401, Reason: "auth.unauthorized"}, []error{ErrUnauthorized}, nil},
+		{APIError{StatusCode: 401}, []error{ErrUnauthorized}, nil},
+		{APIError{StatusCode: 404, Reason: ReasonEntityNotFound}, []error{ErrNotFound}, []error{ErrUnauthorized}},
+		{APIError{StatusCode: 404}, []error{ErrNotFound}, nil},
+		{APIError{StatusCode: 400, Reason: ReasonRequestValidation}, []error{ErrValidation}, []error{ErrNotFound}},
+		{APIError{StatusCode: 400, Reason: "COMMON.OTHER"}, nil, []error{ErrValidation}},
+		{APIError{StatusCode: 429}, []error{ErrRateLimited}, []error{ErrValidation}},
+		{APIError{StatusCode: 500}, nil, []error{ErrUnauthorized, ErrNotFound, ErrValidation, ErrRateLimited, ErrInvalidArgument}},
+	}
+	for _, tt := range tests {
+		var err error = &tt.err
+		for _, s := range tt.is {
+			if !errors.Is(err, s) {
+				t.Errorf("errors.Is(%v, %v) = false", err, s)
+			}
+		}
+		for _, s := range tt.isnt {
+			if errors.Is(err, s) {
+				t.Errorf("errors.Is(%v, %v) = true", err, s)
+			}
+		}
+	}
+}
+
+func TestErrorFor(t *testing.T) {
+	api := &operation{method: "GET", path: "/users/u-1"}
+	token := &operation{method: "POST", path: "/auth/token", tokenAuth: "Basic x"}
+	tests := []struct {
+		name   string
+		op     *operation
+		status int
+		body   string
+		want   error
+	}{
+		{"management shape", api, 404, `{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"User u-1 was not found"}`,
+			&APIError{StatusCode: 404, Reason: ReasonEntityNotFound, Message: "User u-1 was not found", Method: "GET", Path: "/users/u-1"}},
+		{"token shape on token endpoint", token, 401, `{"error":"invalid_client","error_description":"Bad client"}`,
+			&TokenError{StatusCode: 401, Code: "invalid_client", Description: "Bad client"}},
+		{"token shape elsewhere", api, 401, `{"error":"invalid_token","error_description":"expired"}`,
+			&APIError{StatusCode: 401, Reason: "invalid_token", Message: "expired", Method: "GET", Path: "/users/u-1"}},
+		{"not JSON", api, 502, `<html>bad gateway</html>`,
+			&APIError{StatusCode: 502, Method: "GET", Path: "/users/u-1", Body: []byte("<html>bad gateway</html>")}},
+		{"empty", token, 500, ``, &APIError{StatusCode: 500, Method: "POST", Path: "/auth/token", Body: []byte{}}},
+		{"wrong types", api, 400, `{"reason":7,"error_message":["x"]}`,
+			&APIError{StatusCode: 400, Method: "GET", Path: "/users/u-1", Body: []byte(`{"reason":7,"error_message":["x"]}`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.op.errorFor(defaultPathPrefix, tt.status, []byte(tt.body))
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b []byte) bool { return string(a) == string(b) })); diff != "" {
+				t.Errorf("errorFor (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestErrorPathNeverHasQuery(t *testing.T) {
+	op := &operation{method: "GET", link: defaultPathPrefix + "/users?page=opaque-token-123"}
+	err := op.errorFor(defaultPathPrefix, 400, []byte(`{"reason":"COMMON.REQUEST_VALIDATION","error_message":"Invalid page"}`))
+	if s := err.Error(); s != "management: GET /users: 400 COMMON.REQUEST_VALIDATION: Invalid page" {
+		t.Errorf("Error() = %q", s)
+	}
+}
+
+func FuzzErrorBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"User u-1 was not found"}`,
+		`{"error":"invalid_client","error_description":"Bad"}`,
+		`<html></html>`, ``, `null`, `[]`, `{"reason":null}`, `{"reason":"x","error_message":{}}`,
+	} {
+		f.Add(400, []byte(seed), false)
+		f.Add(401, []byte(seed), true)
+	}
+	f.Fuzz(func(t *testing.T, status int, body []byte, tokenEndpoint bool) {
+		op := &operation{method: "GET", path: "/users"}
+		if tokenEndpoint {
+			op.tokenAuth = "Basic x"
+		}
+		err := op.errorFor(defaultPathPrefix, status, body)
+		if err == nil || err.Error() == "" {
+			t.Fatalf("errorFor(%d, %q) = %v", status, body, err)
+		}
+		var ae *APIError
+		if errors.As(err, &ae) && len(ae.Body) > maxErrorBody {
+			t.Fatalf("Body kept %d bytes", len(ae.Body))
+		}
+		if strings.Contains(err.Error(), "\x00") && !strings.Contains(string(body), "\x00") {
+			t.Fatalf("error text invented a NUL")
+		}
+	})
+}

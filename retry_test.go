@@ -1,0 +1,275 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+)
+
+func usersCalls(mt *httpmock.MockTransport, path string) int {
+	return mt.GetCallCountInfo()["GET "+mockPrefix+path]
+}
+
+func TestRetryAfterHonouredThenSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
+		unavailable := httpmock.NewStringResponder(503, "busy").HeaderSet(http.Header{"Retry-After": {"3"}})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", unavailable.Once().Then(jsonResponder(200, map[string]any{"ok": true})))
+
+		start := time.Now()
+		out, status, err := getRaw(context.Background(), c, "/users", "")
+		if err != nil || status != 200 || out["ok"] != true {
+			t.Fatalf("do = %v, %d, %v", out, status, err)
+		}
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Errorf("waited %v, want the 3 s of Retry-After", waited)
+		}
+		if n := usersCalls(mt, "/users"); n != 2 {
+			t.Errorf("attempts = %d, want 2", n)
+		}
+	})
+}
+
+func TestRetryAfterHTTPDate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
+		at := time.Now().Add(4 * time.Second).UTC().Format(http.TimeFormat)
+		limited := httpmock.NewStringResponder(429, "slow down").HeaderSet(http.Header{"Retry-After": {at}})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", limited.Once().Then(jsonResponder(200, map[string]any{})))
+		start := time.Now()
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != 4*time.Second {
+			t.Errorf("waited %v, want 4 s", waited)
+		}
+	})
+}
+
+func TestPersistentRateLimit(t *testing.T) {
+	c, mt := newMockClient(t, Config{MaxRetries: 3})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users",
+		jsonResponder(429, map[string]any{"reason": "COMMON.RATE_LIMITED", "error_message": "too many"}))
+	_, _, err := getRaw(context.Background(), c, "/users", "")
+	if !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("err = %v, want ErrRateLimited", err)
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 429 || ae.Message != "too many" {
+		t.Errorf("err = %#v, want the final *APIError 429", err)
+	}
+	if n := usersCalls(mt, "/users"); n != 4 {
+		t.Errorf("attempts = %d, want MaxRetries+1 = 4", n)
+	}
+}
+
+func TestNegativeMaxRetriesMeansOneAttempt(t *testing.T) {
+	c, mt := newMockClient(t, Config{MaxRetries: -1})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
+	_, _, err := getRaw(context.Background(), c, "/users", "")
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 503 {
+		t.Fatalf("err = %v, want *APIError 503", err)
+	}
+	if n := usersCalls(mt, "/users"); n != 1 {
+		t.Errorf("attempts = %d, want 1", n)
+	}
+}
+
+func TestDefaultRetriesOnServerErrors(t *testing.T) {
+	for _, status := range []int{500, 502, 503, 504} {
+		c, mt := newMockClient(t, Config{})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(status, ""))
+		_, _, err := getRaw(context.Background(), c, "/users", "")
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.StatusCode != status {
+			t.Fatalf("%d: err = %v", status, err)
+		}
+		if n := usersCalls(mt, "/users"); n != 5 {
+			t.Errorf("%d: attempts = %d, want 1 + the default 4 retries", status, n)
+		}
+	}
+}
+
+func TestNeverRetried(t *testing.T) {
+	tests := []struct {
+		status   int
+		body     map[string]any
+		sentinel error
+	}{
+		{400, map[string]any{"reason": ReasonRequestValidation, "error_message": "Unsupported column: name"}, ErrValidation},
+		{404, map[string]any{"reason": ReasonEntityNotFound, "error_message": "User u-1 was not found"}, ErrNotFound},
+		{403, map[string]any{"reason": "AUTH.FORBIDDEN", "error_message": "no"}, nil},
+		{409, map[string]any{"reason": "COMMON.CONFLICT", "error_message": "no"}, nil},
+		{501, map[string]any{"reason": "COMMON.NOT_IMPLEMENTED", "error_message": "no"}, nil},
+	}
+	for _, tt := range tests {
+		c, mt := newMockClient(t, Config{})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", jsonResponder(tt.status, tt.body))
+		_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.StatusCode != tt.status || ae.Reason != tt.body["reason"] || ae.Message != tt.body["error_message"] {
+			t.Errorf("%d: err = %v", tt.status, err)
+		}
+		if tt.sentinel != nil && !errors.Is(err, tt.sentinel) {
+			t.Errorf("%d: errors.Is(err, %v) = false", tt.status, tt.sentinel)
+		}
+		if n := usersCalls(mt, "/users/u-1"); n != 1 {
+			t.Errorf("%d: attempts = %d, want 1", tt.status, n)
+		}
+	}
+}
+
+func TestHTMLBadGateway(t *testing.T) {
+	c, mt := newMockClient(t, Config{MaxRetries: 1})
+	page := "<html><body><h1>502 Bad Gateway</h1>" + strings.Repeat("x", 4000) + "</body></html>"
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", httpmock.NewStringResponder(502, page))
+	_, _, err := getRaw(context.Background(), c, "/things", "")
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v, want *APIError", err)
+	}
+	if ae.StatusCode != 502 || ae.Reason != "" || len(ae.Body) != maxErrorBody || !strings.HasPrefix(string(ae.Body), "<html>") {
+		t.Errorf("APIError = status %d reason %q body %d bytes", ae.StatusCode, ae.Reason, len(ae.Body))
+	}
+	if got, want := err.Error(), "management: GET /things: 502 Bad Gateway"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestTransportErrorsRetriedWithoutURL(t *testing.T) {
+	c, mt := newMockClient(t, Config{MaxRetries: 2})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewErrorResponder(errors.New("connection reset by peer")))
+	_, _, err := getRaw(context.Background(), c, "/users", "page=secret-page-token")
+	var te *TransportError
+	if !errors.As(err, &te) {
+		t.Fatalf("err = %v (%T), want *TransportError", err, err)
+	}
+	if te.Attempts != 3 || te.Method != "GET" || te.Path != "/users" {
+		t.Errorf("TransportError = %+v, want 3 attempts of GET /users", *te)
+	}
+	if s := err.Error(); strings.Contains(s, "secret-page-token") || strings.Contains(s, "https://") || !strings.Contains(s, "connection reset") {
+		t.Errorf("Error() = %q; want the cause without the URL", s)
+	}
+}
+
+func TestRetryAfterPastDeadlineReturnsPromptly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{RetryWaitMax: time.Minute})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users",
+			httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"30"}}))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, _, err := getRaw(ctx, c, "/users", "")
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.StatusCode != 503 {
+			t.Fatalf("err = %v, want the last answer, *APIError 503", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("waited %v; want an immediate return, not a sleep into the deadline", waited)
+		}
+		if n := usersCalls(mt, "/users"); n != 1 {
+			t.Errorf("attempts = %d, want 1", n)
+		}
+	})
+}
+
+func TestContextCancelledStopsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{RetryWaitMin: time.Second, RetryWaitMax: time.Second, MaxRetries: 10})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(2500 * time.Millisecond); cancel() }()
+		_, _, err := getRaw(ctx, c, "/users", "")
+		var te *TransportError
+		if !errors.Is(err, context.Canceled) || !errors.As(err, &te) || te.Path != "/users" || te.Attempts != 3 {
+			t.Fatalf("err = %v, want a *TransportError of GET /users after 3 attempts wrapping context.Canceled", err)
+		}
+		if n := usersCalls(mt, "/users"); n != 3 {
+			t.Errorf("attempts = %d, want 3 (at 0, 1 and 2 s)", n)
+		}
+	})
+}
+
+func TestRetryCarriesRefreshedToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{RetryWaitMax: time.Minute})
+		ti := &tokenIssuer{lifetime: 600 * time.Second}
+		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
+		var rec recorder
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(httpmock.NewStringResponder(200, "{}")))
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(530 * time.Second) // 10 s before the refresh point
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", rec.respond(
+			httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"20"}}).Once().
+				Then(httpmock.NewStringResponder(200, "{}"))))
+		if _, _, err := getRaw(context.Background(), c, "/users/u-1", ""); err != nil {
+			t.Fatal(err)
+		}
+		reqs := rec.all()
+		if got := []string{reqs[1].Header.Get("Authorization"), reqs[2].Header.Get("Authorization")}; got[0] != "Bearer tok-1" || got[1] != "Bearer tok-2" {
+			t.Errorf("attempt tokens = %v; want the retry to carry the refreshed token", got)
+		}
+	})
+}
+
+func TestRetryWait(t *testing.T) {
+	now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	withRetryAfter := func(status int, v string) *http.Response {
+		return &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {v}}}
+	}
+	min, max := 100*time.Millisecond, 2*time.Second
+	if got := retryWait(min, max, 0, withRetryAfter(429, "1"), now); got != time.Second {
+		t.Errorf("429 Retry-After 1 = %v", got)
+	}
+	if got := retryWait(min, max, 0, withRetryAfter(503, "120"), now); got != max {
+		t.Errorf("Retry-After above the cap = %v, want %v", got, max)
+	}
+	if got := retryWait(min, max, 0, withRetryAfter(503, now.Add(-time.Hour).Format(http.TimeFormat)), now); got != 0 {
+		t.Errorf("Retry-After in the past = %v, want 0", got)
+	}
+	for n := range 40 {
+		ceiling := max
+		if n < 5 {
+			ceiling = min << n
+		}
+		for range 50 {
+			got := retryWait(min, max, n, withRetryAfter(502, "1"), now) // Retry-After only on 429 and 503
+			if got < min || got > ceiling {
+				t.Fatalf("retry %d wait %v outside [%v, %v]", n, got, min, ceiling)
+			}
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"0", 0, true},
+		{"7", 7 * time.Second, true},
+		{"-3", 0, false},
+		{"soon", 0, false},
+		{"99999999999999999", 24 * time.Hour, true},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+	}
+	for _, tt := range tests {
+		got, ok := parseRetryAfter(tt.in, now)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,410 @@
+package management
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jarcoal/httpmock"
+)
+
+const tokenURL = mockPrefix + "/auth/token"
+
+func TestTokenRequestIsExact(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	var rec recorder
+	mt.RegisterResponder(http.MethodPost, tokenURL,
+		rec.respond(jsonResponder(200, map[string]any{"access_token": "tok-A", "token_type": "Bearer", "expires_in": 600})))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", jsonResponder(200, map[string]any{}))
+
+	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		t.Fatal(err)
+	}
+	reqs := rec.all()
+	if len(reqs) != 1 {
+		t.Fatalf("%d token requests, want 1", len(reqs))
+	}
+	got := reqs[0]
+	if got.Method != "POST" || got.Path != "/v2/api/management/service_connect/auth/token" || got.Query != "" {
+		t.Errorf("token request = %s %s?%s", got.Method, got.Path, got.Query)
+	}
+	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(mockID+":"+mockSecret))
+	if got.Header.Get("Authorization") != wantAuth {
+		t.Errorf("Authorization = %q, want %q", got.Header.Get("Authorization"), wantAuth)
+	}
+	if got.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("Content-Type = %q", got.Header.Get("Content-Type"))
+	}
+	if diff := cmp.Diff(map[string]any{"grant_type": "client_credentials"}, jsonBody(t, got.Body)); diff != "" {
+		t.Errorf("token body (-want +got):\n%s", diff)
+	}
+}
+
+func TestTokenReusedAndSentAsTypeAndToken(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	mt.RegisterResponder(http.MethodPost, tokenURL,
+		jsonResponder(200, map[string]any{"access_token": "tok-A", "token_type": "MAC", "expires_in": 600}))
+	var rec recorder
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(jsonResponder(200, map[string]any{})))
+	for range 3 {
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 1 {
+		t.Errorf("token requests = %d, want 1", n)
+	}
+	for _, r := range rec.all() {
+		if got := r.Header.Get("Authorization"); got != "MAC tok-A" {
+			t.Errorf("Authorization = %q, want the token type as returned then the token", got)
+		}
+	}
+}
+
+func TestTokenEndpointErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		code     string
+		sentinel error
+	}{
+		{"invalid client", 401, "invalid_client", ErrInvalidClient},
+		{"unsupported grant", 400, "unsupported_grant_type", ErrUnsupportedGrantType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			mt.RegisterResponder(http.MethodPost, tokenURL,
+				jsonResponder(tt.status, map[string]any{"error": tt.code, "error_description": "refused"}))
+			_, _, err := getRaw(context.Background(), c, "/users", "")
+			var te *TokenError
+			if !errors.As(err, &te) {
+				t.Fatalf("err = %v (%T), want *TokenError", err, err)
+			}
+			want := TokenError{StatusCode: tt.status, Code: tt.code, Description: "refused"}
+			if diff := cmp.Diff(want, *te); diff != "" {
+				t.Errorf("TokenError (-want +got):\n%s", diff)
+			}
+			if !errors.Is(err, tt.sentinel) {
+				t.Errorf("errors.Is(err, %v) = false", tt.sentinel)
+			}
+			if want := fmt.Sprintf("management: POST /auth/token: %d %s: refused", tt.status, tt.code); err.Error() != want {
+				t.Errorf("Error() = %q, want %q", err, want)
+			}
+			if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 1 {
+				t.Errorf("token requests = %d, want 1 (never retried)", n)
+			}
+			if n := mt.GetTotalCallCount(); n != 1 {
+				t.Errorf("requests = %d, want only the token request", n)
+			}
+		})
+	}
+}
+
+func TestTokenResponseWithoutLifetimeIsRefused(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	mt.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(200, map[string]any{"access_token": "t", "token_type": "Bearer"}))
+	_, _, err := getRaw(context.Background(), c, "/users", "")
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Path != "/auth/token" || de.StatusCode != 200 {
+		t.Fatalf("err = %v, want *DecodeError for POST /auth/token", err)
+	}
+}
+
+// tokenIssuer answers the token endpoint with tok-1, tok-2, ... each valid
+// for lifetime, and remembers when each expires.
+type tokenIssuer struct {
+	mu       sync.Mutex
+	lifetime time.Duration
+	expiry   map[string]time.Time
+	issued   int
+	delay    time.Duration
+}
+
+func (ti *tokenIssuer) respond(req *http.Request) (*http.Response, error) {
+	if ti.delay > 0 {
+		time.Sleep(ti.delay)
+	}
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	ti.issued++
+	tok := fmt.Sprintf("tok-%d", ti.issued)
+	if ti.expiry == nil {
+		ti.expiry = map[string]time.Time{}
+	}
+	ti.expiry[tok] = time.Now().Add(ti.lifetime)
+	return httpmock.NewJsonResponse(200, map[string]any{
+		"access_token": tok, "token_type": "Bearer", "expires_in": int(ti.lifetime / time.Second),
+	})
+}
+
+// api answers 200 to a valid token and 401 AUTH.UNAUTHORIZED otherwise,
+// counting the expired tokens it saw.
+func (ti *tokenIssuer) api(expiredSeen *atomic.Int32) httpmock.Responder {
+	return func(req *http.Request) (*http.Response, error) {
+		tok := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+		ti.mu.Lock()
+		exp, ok := ti.expiry[tok]
+		ti.mu.Unlock()
+		if !ok || !time.Now().Before(exp) {
+			expiredSeen.Add(1)
+			return httpmock.NewJsonResponse(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})
+		}
+		return httpmock.NewJsonResponse(200, map[string]any{"token": tok})
+	}
+}
+
+func TestTokenRefreshedBeforeExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{})
+		ti := &tokenIssuer{lifetime: 600 * time.Second}
+		var expired atomic.Int32
+		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+
+		var seen []string
+		for range 40 { // 40 calls 59 s apart: 39 min, about four lifetimes
+			out, _, err := getRaw(context.Background(), c, "/users", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = append(seen, out["token"].(string))
+			time.Sleep(59 * time.Second)
+		}
+		if expired.Load() != 0 {
+			t.Errorf("server saw %d expired tokens, want 0", expired.Load())
+		}
+		// Default margin is a tenth of the lifetime: a token is refreshed by
+		// the first call 540 s or more after it was issued (at 0, 590, 1180, 1770 s).
+		if ti.issued != 4 {
+			t.Errorf("tokens issued = %d, want 4", ti.issued)
+		}
+		if seen[9] != "tok-1" || seen[10] != "tok-2" {
+			t.Errorf("token at 531 s = %s, at 590 s = %s; want tok-1 then a refresh", seen[9], seen[10])
+		}
+	})
+}
+
+func TestRefreshMargin(t *testing.T) {
+	tests := []struct {
+		configured, lifetime, want time.Duration
+	}{
+		{0, 600 * time.Second, 60 * time.Second},
+		{2 * time.Minute, 600 * time.Second, 2 * time.Minute},
+		{10 * time.Minute, 600 * time.Second, 300 * time.Second}, // never more than half
+		{-1, 600 * time.Second, 0},
+		{0, 10 * time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		if got := refreshMargin(tt.configured, tt.lifetime); got != tt.want {
+			t.Errorf("refreshMargin(%v, %v) = %v, want %v", tt.configured, tt.lifetime, got, tt.want)
+		}
+	}
+}
+
+func TestColdClientFetchesOneToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{})
+		ti := &tokenIssuer{lifetime: 600 * time.Second, delay: 200 * time.Millisecond}
+		var expired atomic.Int32
+		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+
+		var wg sync.WaitGroup
+		var failures atomic.Int32
+		for range 200 {
+			wg.Go(func() {
+				if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+					failures.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 1 {
+			t.Errorf("token requests = %d, want 1", n)
+		}
+		if failures.Load() != 0 || mt.GetCallCountInfo()["GET "+mockPrefix+"/users"] != 200 {
+			t.Errorf("failures = %d, calls = %d; want 0 and 200", failures.Load(), mt.GetCallCountInfo()["GET "+mockPrefix+"/users"])
+		}
+	})
+}
+
+func TestCallerGivingUpDoesNotFailSharedFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{})
+		ti := &tokenIssuer{lifetime: 600 * time.Second, delay: 5 * time.Second}
+		var expired atomic.Int32
+		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+
+		impatient, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var impatientErr, patientErr error
+		var wg sync.WaitGroup
+		start := time.Now()
+		wg.Go(func() { _, _, impatientErr = getRaw(impatient, c, "/users", "") })
+		wg.Go(func() { _, _, patientErr = getRaw(context.Background(), c, "/users", "") })
+		wg.Wait()
+
+		if !errors.Is(impatientErr, context.DeadlineExceeded) {
+			t.Errorf("impatient caller err = %v, want context.DeadlineExceeded", impatientErr)
+		}
+		if patientErr != nil {
+			t.Errorf("patient caller err = %v, want the token", patientErr)
+		}
+		if elapsed := time.Since(start); elapsed != 5*time.Second {
+			t.Errorf("patient caller waited %v, want the 5 s fetch", elapsed)
+		}
+		if ti.issued != 1 {
+			t.Errorf("tokens issued = %d, want 1", ti.issued)
+		}
+	})
+}
+
+func TestRefreshFailureKeepsValidToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{MaxRetries: -1})
+		ti := &tokenIssuer{lifetime: 600 * time.Second}
+		var expired atomic.Int32
+		mt.RegisterResponder(http.MethodPost, tokenURL, httpmock.Responder(ti.respond).Once().
+			Then(httpmock.NewStringResponder(503, "down")))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(570 * time.Second) // inside the refresh margin, before expiry
+		out, _, err := getRaw(context.Background(), c, "/users", "")
+		if err != nil || out["token"] != "tok-1" {
+			t.Fatalf("during a failed refresh: %v, %v; want tok-1 still used", out, err)
+		}
+		time.Sleep(31 * time.Second) // now expired, and the refresh still fails
+		_, _, err = getRaw(context.Background(), c, "/users", "")
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.StatusCode != 503 || ae.Path != "/auth/token" {
+			t.Fatalf("after expiry err = %v, want the token endpoint's 503", err)
+		}
+		if expired.Load() != 0 {
+			t.Errorf("server saw %d expired tokens", expired.Load())
+		}
+	})
+}
+
+func TestUnauthorizedRefreshesAndReplaysOnce(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	ti := &tokenIssuer{lifetime: 600 * time.Second}
+	mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
+	var rec recorder
+	unauthorized := jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1",
+		rec.respond(unauthorized.Once().Then(jsonResponder(200, map[string]any{"id": "u-1"}))))
+
+	out, status, err := getRaw(context.Background(), c, "/users/u-1", "")
+	if err != nil || status != 200 || out["id"] != "u-1" {
+		t.Fatalf("do = %v, %d, %v; want the replay's answer", out, status, err)
+	}
+	var auths []string
+	for _, r := range rec.all() {
+		auths = append(auths, r.Header.Get("Authorization"))
+	}
+	if diff := cmp.Diff([]string{"Bearer tok-1", "Bearer tok-2"}, auths); diff != "" {
+		t.Errorf("Authorization per attempt (-want +got):\n%s", diff)
+	}
+}
+
+func TestPersistentUnauthorized(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	ti := &tokenIssuer{lifetime: 600 * time.Second}
+	mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1",
+		jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""}))
+
+	_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("err = %v, want ErrUnauthorized", err)
+	}
+	if got, want := err.Error(), "management: GET /users/u-1: 401 AUTH.UNAUTHORIZED"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if n := mt.GetCallCountInfo()["GET "+mockPrefix+"/users/u-1"]; n != 2 {
+		t.Errorf("attempts = %d, want exactly 2", n)
+	}
+	if ti.issued != 2 {
+		t.Errorf("tokens issued = %d, want 2", ti.issued)
+	}
+}
+
+func TestInvalidateOnlyDropsTheStaleToken(t *testing.T) {
+	s := &tokenCache{}
+	current, stale := &Token{AccessToken: "new"}, &Token{AccessToken: "old"}
+	s.tok = current
+	s.Invalidate(stale)
+	if s.tok != current {
+		t.Fatalf("Invalidate(stale) dropped a token a concurrent refresh had stored")
+	}
+	s.Invalidate(current)
+	if s.tok != nil {
+		t.Fatalf("Invalidate(current) kept it")
+	}
+}
+
+// invalidatingSource is a TokenSource with Invalidate, as users may write.
+type invalidatingSource struct {
+	mu          sync.Mutex
+	n           int
+	invalidated []string
+}
+
+func (s *invalidatingSource) Token(context.Context) (*Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Token{AccessToken: fmt.Sprintf("own-%d", s.n), TokenType: "Bearer"}, nil
+}
+
+func (s *invalidatingSource) Invalidate(t *Token) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.invalidated = append(s.invalidated, t.AccessToken)
+	s.n++
+}
+
+func TestUserTokenSourceInvalidatedOn401(t *testing.T) {
+	src := &invalidatingSource{}
+	c, mt := newMockClient(t, Config{TokenSource: src})
+	var rec recorder
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(
+		jsonResponder(401, map[string]any{"reason": ReasonUnauthorized}).Once().Then(jsonResponder(200, map[string]any{}))))
+	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"own-0"}, src.invalidated); diff != "" {
+		t.Errorf("invalidated (-want +got):\n%s", diff)
+	}
+	if got := rec.all()[1].Header.Get("Authorization"); got != "Bearer own-1" {
+		t.Errorf("replay Authorization = %q", got)
+	}
+}
+
+func TestAbsurdLifetimeCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{})
+		mt.RegisterResponder(http.MethodPost, tokenURL,
+			jsonResponder(200, map[string]any{"access_token": "t", "token_type": "Bearer", "expires_in": int64(1) << 60}))
+		tok, err := c.tokens.Token(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := time.Now().Add(24 * time.Hour); !tok.Expiry.Equal(want) {
+			t.Errorf("Expiry = %v, want a day from now (%v)", tok.Expiry, want)
+		}
+	})
+}
