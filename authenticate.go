@@ -1,5 +1,21 @@
 package management
 
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
 // Role is the role of an authenticated token's owner.
 type Role string
 
@@ -32,4 +48,391 @@ type ClientErrorBody struct {
 	ErrorCode    int    `json:"error_code"`
 	Reason       string `json:"reason"` // lower case: "auth.unauthorized"
 	ErrorMessage string `json:"error_message"`
+}
+
+// authenticateRequest is the authenticate endpoint's request body.
+type authenticateRequest struct {
+	AccessToken string `json:"access_token"`
+}
+
+// authenticateResponse is the authenticate endpoint's answer as sent, with
+// pointers so that a missing is_token_valid can be told from false.
+type authenticateResponse struct {
+	Valid          *bool           `json:"is_token_valid"`
+	UserID         *string         `json:"user_id"`
+	Role           *string         `json:"user_role"`
+	ClientResponse *ClientResponse `json:"to_client_response"`
+}
+
+// Authenticate asks the service whether an End User access token is valid,
+// and for which User. accessToken is the End User's credential in its wire
+// form "<type> <token>" (for example "Bearer eu-123"), exactly what the End
+// User sent in its Authorization header; it is sent unchanged. The request
+// itself is authorised by the management token.
+//
+// An invalid token is not an error: the answer has Valid false and, when the
+// service sent one, the ClientResponse to relay. An invalid answer never
+// names a User (UserID and Role are ""), and a valid one carries no
+// ClientResponse. An answer without is_token_valid, or a valid one without a
+// user_id, is not trusted: it fails with a *DecodeError. A blank accessToken,
+// or one that is not valid UTF-8 (JSON cannot carry it unchanged), fails with
+// ErrInvalidArgument before anything is sent; a 400 or 401 of the service is
+// an *APIError.
+func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUserAuthentication, error) {
+	if strings.TrimSpace(accessToken) == "" {
+		return nil, fmt.Errorf("%w: the End User access token is empty", ErrInvalidArgument)
+	}
+	if !utf8.ValidString(accessToken) {
+		// encoding/json would replace the bad bytes: another token would be checked.
+		return nil, fmt.Errorf("%w: the End User access token is not valid UTF-8", ErrInvalidArgument)
+	}
+	body, err := json.Marshal(authenticateRequest{AccessToken: accessToken})
+	if err != nil {
+		return nil, fmt.Errorf("%w: the End User access token cannot be encoded", ErrInvalidArgument)
+	}
+	op := &operation{method: http.MethodPost, path: "/authenticate", body: body}
+	var ar authenticateResponse
+	status, err := c.do(ctx, op, &ar)
+	if err != nil {
+		return nil, err
+	}
+	return ar.verdict(op, status)
+}
+
+// verdict checks the answer's shape and normalises it.
+func (ar *authenticateResponse) verdict(op *operation, status int) (*EndUserAuthentication, error) {
+	bad := func(msg string) error {
+		return &DecodeError{Method: op.method, Path: op.path, StatusCode: status, Err: errors.New(msg)}
+	}
+	if ar.Valid == nil {
+		return nil, bad("authenticate response without is_token_valid")
+	}
+	if !*ar.Valid {
+		return &EndUserAuthentication{ClientResponse: ar.ClientResponse}, nil
+	}
+	if ar.UserID == nil || *ar.UserID == "" {
+		return nil, bad("valid authenticate response without user_id")
+	}
+	auth := &EndUserAuthentication{Valid: true, UserID: *ar.UserID}
+	if ar.Role != nil {
+		auth.Role = Role(*ar.Role)
+	}
+	return auth, nil
+}
+
+// Defaults of the zero values of Authenticator.
+const (
+	defaultAuthCacheTTL  = 30 * time.Second
+	defaultAuthCacheSize = 10_000
+	// maxInvalidTTL bounds how long an invalid verdict is cached: long
+	// enough that a flood of one bad token is not a flood of calls, short
+	// enough that a token the End User has just obtained is soon accepted.
+	maxInvalidTTL = 5 * time.Second
+	// authCheckTimeout bounds one authenticate call, which runs detached
+	// from the requests waiting for it.
+	authCheckTimeout = 30 * time.Second
+)
+
+// Authenticator is net/http middleware that lets a request through only when
+// its Authorization header holds a valid End User access token of role
+// RoleAppUser, as the service's authenticate endpoint says.
+//
+//	auth := &management.Authenticator{Client: client}
+//	mux.Handle("/api/", auth.Handler(api))
+//
+//	// in api's handlers:
+//	user, _ := management.EndUserFromContext(r.Context())
+//
+// Requests are refused with JSON bodies shaped like the service's
+// ({"error_code", "reason", "error_message"}):
+//   - no or a blank Authorization header: 401, without calling the service
+//     (ErrMissingToken);
+//   - an invalid token: the service's to_client_response, its http_code as
+//     the status (401 unless it is a 4xx) and its http_body as the body
+//     (*InvalidTokenError); likewise, without a call, a header that is not
+//     valid UTF-8;
+//   - a valid token of another role, such as a management token
+//     (RoleServiceAccount): 403 (ErrForbiddenRole);
+//   - no verdict (the service unreachable, failing after the client's
+//     retries, refusing the management token, or answering in an unknown
+//     shape): 503, failing closed, with the cause logged through the
+//     Client's logger (ErrAuthenticationUnavailable); also 503 when the
+//     request's context ends while waiting.
+//
+// Verdicts are cached in memory, keyed by a SHA-256 digest of the header
+// value (raw tokens are not kept): valid ones for CacheTTL, invalid ones for
+// at most 5 s, failures never. Concurrent checks of one token make one call.
+// A revoked token is therefore accepted until its entry expires.
+//
+// Set the fields before the first use and do not change them afterwards; an
+// Authenticator is then safe for concurrent use. It must not be copied after
+// first use.
+type Authenticator struct {
+	// Client makes the authenticate calls. Required.
+	Client *Client
+	// CacheTTL is how long a valid verdict is cached. 0: 30 s; negative:
+	// verdicts are not cached (concurrent checks of one token still share
+	// one call). Invalid verdicts are cached for CacheTTL or 5 s, whichever
+	// is shorter.
+	CacheTTL time.Duration
+	// CacheSize bounds the number of cached verdicts, so that memory stays
+	// bounded under a flood of random tokens; the least recently used is
+	// dropped first. 0 or negative: 10 000.
+	CacheSize int
+	// ErrorHandler writes the answer to a refused request; optional. err
+	// tells the cases apart: errors.Is(err, ErrMissingToken),
+	// errors.As(err, new(*InvalidTokenError)), errors.Is(err,
+	// ErrForbiddenRole); anything else (ErrAuthenticationUnavailable, the
+	// request's context error) means no verdict was had. nil: the answers
+	// described on Authenticator.
+	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+
+	once       sync.Once
+	validTTL   time.Duration
+	invalidTTL time.Duration
+
+	mu       sync.Mutex
+	cache    *simplelru.LRU[[sha256.Size]byte, authVerdict] // nil when caching is off
+	inflight map[[sha256.Size]byte]*authCall
+}
+
+// EndUser is the End User a request was let through for.
+type EndUser struct {
+	ID   string
+	Role Role
+}
+
+// authVerdict is the outcome of one authenticate call, as cached.
+type authVerdict struct {
+	user    EndUser // when err is nil
+	err     error   // a refusal: *InvalidTokenError or ErrForbiddenRole
+	expires time.Time
+}
+
+// result returns the verdict as Check does; each caller gets its own EndUser.
+func (v *authVerdict) result() (*EndUser, error) {
+	if v.err != nil {
+		return nil, v.err
+	}
+	u := v.user
+	return &u, nil
+}
+
+// authCall is one authenticate call that any number of checks wait for.
+type authCall struct {
+	done    chan struct{} // closed when verdict or err is set
+	verdict authVerdict
+	err     error // no verdict; never cached
+}
+
+func (a *Authenticator) init() {
+	a.validTTL = cmpOr(a.CacheTTL, defaultAuthCacheTTL)
+	a.invalidTTL = min(a.validTTL, maxInvalidTTL)
+	a.inflight = make(map[[sha256.Size]byte]*authCall)
+	if a.validTTL < 0 {
+		return
+	}
+	size := a.CacheSize
+	if size <= 0 {
+		size = defaultAuthCacheSize
+	}
+	// simplelru rather than expirable: expirable.LRU starts a cleanup
+	// goroutine that cannot be stopped, and one TTL would not fit two.
+	a.cache, _ = simplelru.NewLRU[[sha256.Size]byte, authVerdict](size, nil) // fails only for size <= 0
+}
+
+// Check reports who the End User of r is: the request's Authorization
+// header is checked with the service (or the cache). It returns the End User
+// when the token is valid and of role RoleAppUser; otherwise an error as
+// described on Authenticator.ErrorHandler. r's context bounds the wait.
+// Check does not call ErrorHandler.
+func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
+	a.once.Do(a.init)
+	if a.Client == nil {
+		return nil, fmt.Errorf("%w: %w: Authenticator.Client is nil", ErrAuthenticationUnavailable, ErrInvalidArgument)
+	}
+	header := r.Header.Get("Authorization")
+	if strings.TrimSpace(header) == "" {
+		return nil, ErrMissingToken
+	}
+	if !utf8.ValidString(header) {
+		// No token of the service looks like this; it cannot be sent as is.
+		return nil, &InvalidTokenError{Response: relayable(nil)}
+	}
+	key := tokenKey(header)
+	now := time.Now()
+	a.mu.Lock()
+	if v, ok := a.cached(key, now); ok {
+		a.mu.Unlock()
+		return v.result()
+	}
+	call := a.inflight[key]
+	if call == nil {
+		call = &authCall{done: make(chan struct{})}
+		a.inflight[key] = call
+		go a.authenticate(context.WithoutCancel(r.Context()), key, header, call)
+	}
+	a.mu.Unlock()
+	return a.wait(r.Context(), call)
+}
+
+// tokenKey is the cache key of an Authorization header value: its SHA-256
+// digest, so that raw tokens are not kept. Headers of usual sizes are copied
+// to the stack rather than to the heap (a string to []byte conversion of
+// more than a few bytes allocates).
+func tokenKey(header string) [sha256.Size]byte {
+	var buf [2048]byte
+	if len(header) > len(buf) {
+		return sha256.Sum256([]byte(header))
+	}
+	n := copy(buf[:], header)
+	return sha256.Sum256(buf[:n])
+}
+
+// cached returns the unexpired verdict for key. a.mu must be held.
+func (a *Authenticator) cached(key [sha256.Size]byte, now time.Time) (authVerdict, bool) {
+	if a.cache == nil {
+		return authVerdict{}, false
+	}
+	v, ok := a.cache.Get(key)
+	if !ok || !now.Before(v.expires) {
+		return authVerdict{}, false
+	}
+	return v, true
+}
+
+// wait waits for call as long as ctx allows.
+func (a *Authenticator) wait(ctx context.Context, call *authCall) (*EndUser, error) {
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("management: waiting for the End User token check: %w", ctx.Err())
+	}
+	if call.err != nil {
+		return nil, call.err
+	}
+	return call.verdict.result()
+}
+
+// authenticate makes call, caches its verdict and wakes its waiters. It runs
+// detached from the request that started it, so a caller that gives up does
+// not fail the others.
+func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte, header string, call *authCall) {
+	ctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
+	defer cancel()
+	auth, err := a.Client.Authenticate(ctx, header)
+	if err != nil {
+		// The error names the operation and status, never the token.
+		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
+			slog.String("error", err.Error()))
+		err = fmt.Errorf("%w: %w", ErrAuthenticationUnavailable, err)
+	}
+
+	a.mu.Lock()
+	if err != nil {
+		call.err = err
+	} else {
+		call.verdict = a.verdictFor(auth, time.Now())
+		if a.cache != nil {
+			a.cache.Add(key, call.verdict)
+		}
+	}
+	delete(a.inflight, key)
+	a.mu.Unlock()
+	close(call.done)
+}
+
+// verdictFor turns the service's answer into a cacheable verdict.
+func (a *Authenticator) verdictFor(auth *EndUserAuthentication, now time.Time) authVerdict {
+	switch {
+	case !auth.Valid:
+		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(a.invalidTTL)}
+	case auth.Role != RoleAppUser:
+		return authVerdict{err: fmt.Errorf("%w: %q", ErrForbiddenRole, auth.Role), expires: now.Add(a.validTTL)}
+	}
+	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(a.validTTL)}
+}
+
+// relayable returns the answer to relay for an invalid token: the service's
+// own, with a status that is a 4xx, or a default 401 when it sent none.
+func relayable(cr *ClientResponse) *ClientResponse {
+	out := ClientResponse{HTTPCode: http.StatusUnauthorized, HTTPBody: ClientErrorBody{
+		ErrorCode: http.StatusUnauthorized, Reason: "auth.unauthorized", ErrorMessage: "The access token is invalid.",
+	}}
+	if cr == nil {
+		return &out
+	}
+	if cr.HTTPCode >= 400 && cr.HTTPCode <= 499 {
+		out.HTTPCode = cr.HTTPCode
+	}
+	if cr.HTTPBody != (ClientErrorBody{}) {
+		out.HTTPBody = cr.HTTPBody
+	}
+	return &out
+}
+
+// Handler returns a handler that runs next only for requests that Check lets
+// through, with the End User in the request's context (see
+// EndUserFromContext). Other requests are answered by ErrorHandler, or as
+// described on Authenticator.
+func (a *Authenticator) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, err := a.Check(r)
+		if err != nil {
+			if a.ErrorHandler != nil {
+				a.ErrorHandler(w, r, err)
+				return
+			}
+			writeRefusal(w, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endUserKey{}, user)))
+	})
+}
+
+// The default refusals that are not relayed from the service.
+var (
+	missingTokenBody = ClientErrorBody{ErrorCode: http.StatusUnauthorized, Reason: "auth.unauthorized",
+		ErrorMessage: "An access token must be provided in the Authorization header."}
+	forbiddenRoleBody = ClientErrorBody{ErrorCode: http.StatusForbidden, Reason: "auth.forbidden",
+		ErrorMessage: "This access token is not allowed here."}
+	unavailableBody = ClientErrorBody{ErrorCode: http.StatusServiceUnavailable, Reason: "auth.unavailable",
+		ErrorMessage: "The access token could not be checked; try again later."}
+)
+
+// writeRefusal is the default ErrorHandler.
+func writeRefusal(w http.ResponseWriter, err error) {
+	var invalid *InvalidTokenError
+	switch {
+	case errors.Is(err, ErrMissingToken):
+		writeClientError(w, http.StatusUnauthorized, missingTokenBody)
+	case errors.As(err, &invalid) && invalid.Response != nil:
+		writeClientError(w, invalid.Response.HTTPCode, invalid.Response.HTTPBody)
+	case errors.Is(err, ErrForbiddenRole):
+		writeClientError(w, http.StatusForbidden, forbiddenRoleBody)
+	default:
+		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
+	}
+}
+
+func writeClientError(w http.ResponseWriter, status int, body ClientErrorBody) {
+	b, _ := json.Marshal(body) // a struct of strings and an int always encodes
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", "Bearer")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// endUserKey is the context key of the End User that Handler let through.
+type endUserKey struct{}
+
+// EndUserFromContext returns the End User that Authenticator.Handler let
+// through, from the context of the request it passed on.
+func EndUserFromContext(ctx context.Context) (*EndUser, bool) {
+	u, ok := ctx.Value(endUserKey{}).(*EndUser)
+	return u, ok && u != nil
 }

@@ -1,0 +1,182 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jarcoal/httpmock"
+)
+
+const authnEndpoint = mockPrefix + "/authenticate"
+
+// authnValid is the service's answer for a valid token of user and role.
+func authnValid(user string, role Role) map[string]any {
+	return map[string]any{"is_token_valid": true, "user_id": user, "user_role": string(role), "to_client_response": nil}
+}
+
+// authnInvalid is the service's answer for an invalid token, as the spec shows it.
+func authnInvalid() map[string]any {
+	return map[string]any{
+		"is_token_valid": false, "user_id": nil, "user_role": nil,
+		"to_client_response": map[string]any{
+			"http_code": 401,
+			"http_body": map[string]any{"error_code": 401, "reason": "auth.unauthorized", "error_message": "Invalid access token"},
+		},
+	}
+}
+
+// authnRaw answers status with body as it stands, labelled as JSON.
+func authnRaw(status int, body string) httpmock.Responder {
+	return httpmock.NewStringResponder(status, body).HeaderSet(http.Header{"Content-Type": {"application/json"}})
+}
+
+func TestAuthenticateRequest(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	var rec recorder
+	mt.RegisterResponder(http.MethodPost, authnEndpoint, rec.respond(jsonResponder(http.StatusOK, authnValid("u-1", RoleAppUser))))
+
+	got, err := c.Authenticate(context.Background(), "Bearer eu-123")
+	if err != nil {
+		t.Fatalf("Authenticate: %v", err)
+	}
+	want := &EndUserAuthentication{Valid: true, UserID: "u-1", Role: RoleAppUser}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Authenticate (-want +got):\n%s", diff)
+	}
+	reqs := rec.all()
+	if len(reqs) != 1 {
+		t.Fatalf("%d authenticate requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Method != http.MethodPost || r.Path != defaultPathPrefix+"/authenticate" || r.Query != "" {
+		t.Errorf("request = %s %s?%s, want POST %s/authenticate", r.Method, r.Path, r.Query, defaultPathPrefix)
+	}
+	for name, want := range map[string]string{
+		"Authorization": "Bearer " + mockToken, // the management token, not the End User's
+		"Content-Type":  "application/json",
+	} {
+		if got := r.Header.Get(name); got != want {
+			t.Errorf("header %s = %q, want %q", name, got, want)
+		}
+	}
+	if diff := cmp.Diff(map[string]any{"access_token": "Bearer eu-123"}, jsonBody(t, r.Body)); diff != "" {
+		t.Errorf("body (-want +got):\n%s", diff)
+	}
+}
+
+func TestAuthenticateAnswers(t *testing.T) {
+	clientResponse := &ClientResponse{HTTPCode: 401, HTTPBody: ClientErrorBody{
+		ErrorCode: 401, Reason: "auth.unauthorized", ErrorMessage: "Invalid access token",
+	}}
+	tests := []struct {
+		name   string
+		answer any
+		want   *EndUserAuthentication
+	}{
+		{"valid APPUSER", authnValid("u-1", RoleAppUser),
+			&EndUserAuthentication{Valid: true, UserID: "u-1", Role: RoleAppUser}},
+		{"valid SERVICE_ACCOUNT", authnValid("sa-1", RoleServiceAccount),
+			&EndUserAuthentication{Valid: true, UserID: "sa-1", Role: RoleServiceAccount}},
+		{"invalid", authnInvalid(),
+			&EndUserAuthentication{ClientResponse: clientResponse}},
+		{"invalid without to_client_response", map[string]any{"is_token_valid": false},
+			&EndUserAuthentication{}},
+		{"invalid never names a user",
+			map[string]any{"is_token_valid": false, "user_id": "u-1", "user_role": "APPUSER"},
+			&EndUserAuthentication{}},
+		{"valid without role", map[string]any{"is_token_valid": true, "user_id": "u-1"},
+			&EndUserAuthentication{Valid: true, UserID: "u-1"}},
+		{"valid drops to_client_response",
+			map[string]any{"is_token_valid": true, "user_id": "u-1", "user_role": "APPUSER", "to_client_response": authnInvalid()["to_client_response"]},
+			&EndUserAuthentication{Valid: true, UserID: "u-1", Role: RoleAppUser}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, jsonResponder(http.StatusOK, tt.answer))
+			got, err := c.Authenticate(context.Background(), "Bearer eu-123")
+			if err != nil {
+				t.Fatalf("Authenticate: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Authenticate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAuthenticateUntrustedAnswers(t *testing.T) {
+	for name, body := range map[string]string{
+		"no is_token_valid":       `{"user_id":"u-1","user_role":"APPUSER"}`,
+		"null":                    `null`,
+		"valid without user_id":   `{"is_token_valid":true,"user_id":null,"user_role":"APPUSER"}`,
+		"valid with empty userid": `{"is_token_valid":true,"user_id":"","user_role":"APPUSER"}`,
+		"not JSON":                `<html>`,
+		"wrong type":              `{"is_token_valid":"yes"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, authnRaw(http.StatusOK, body))
+			got, err := c.Authenticate(context.Background(), "Bearer eu-123")
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("Authenticate = %+v, %v; want a *DecodeError", got, err)
+			}
+			if de.Method != http.MethodPost || de.Path != "/authenticate" || de.StatusCode != http.StatusOK {
+				t.Errorf("DecodeError = %s %s %d, want POST /authenticate 200", de.Method, de.Path, de.StatusCode)
+			}
+		})
+	}
+}
+
+func TestAuthenticateBadTokenSendsNothing(t *testing.T) {
+	for _, tok := range []string{"", "   ", "\t\n", "Bearer eu-\xff"} {
+		c, mt := newMockClient(t, Config{})
+		got, err := c.Authenticate(context.Background(), tok)
+		if !errors.Is(err, ErrInvalidArgument) || got != nil {
+			t.Errorf("Authenticate(%q) = %v, %v; want ErrInvalidArgument", tok, got, err)
+		}
+		if n := mt.GetTotalCallCount(); n != 0 {
+			t.Errorf("Authenticate(%q) made %d requests, want 0", tok, n)
+		}
+	}
+}
+
+func TestAuthenticateServiceErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		body      map[string]any
+		sentinel  error
+		wantCalls int // a 401 is replayed once with a fresh management token
+	}{
+		{"400 no access token", http.StatusBadRequest,
+			map[string]any{"reason": ReasonRequestValidation, "error_message": "An access token to authenticate must be provided in the body"},
+			ErrValidation, 1},
+		{"401 management token refused", http.StatusUnauthorized,
+			map[string]any{"reason": ReasonUnauthorized, "error_message": ""},
+			ErrUnauthorized, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, jsonResponder(tt.status, tt.body))
+			_, err := c.Authenticate(context.Background(), "Bearer eu-123")
+			var ae *APIError
+			if !errors.As(err, &ae) || !errors.Is(err, tt.sentinel) {
+				t.Fatalf("Authenticate error = %v, want an *APIError matching %v", err, tt.sentinel)
+			}
+			want := &APIError{StatusCode: tt.status, Reason: tt.body["reason"].(string), Message: tt.body["error_message"].(string),
+				Method: http.MethodPost, Path: "/authenticate"}
+			if diff := cmp.Diff(want, ae); diff != "" {
+				t.Errorf("APIError (-want +got):\n%s", diff)
+			}
+			if n := mt.GetCallCountInfo()["POST "+authnEndpoint]; n != tt.wantCalls {
+				t.Errorf("%d authenticate calls, want %d", n, tt.wantCalls)
+			}
+		})
+	}
+}

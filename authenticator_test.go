@@ -1,0 +1,720 @@
+package management
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jarcoal/httpmock"
+)
+
+// authnScript answers the authenticate endpoint by the access_token it is
+// sent (an invalid answer for tokens it does not know) and counts the calls.
+// When gate is set, every call waits for it to be closed first.
+type authnScript struct {
+	mu      sync.Mutex
+	answers map[string]httpmock.Responder
+	calls   map[string]int
+	gate    chan struct{}
+}
+
+func (s *authnScript) respond(req *http.Request) (*http.Response, error) {
+	var body authenticateRequest
+	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.calls[body.AccessToken]++
+	answer, gate := s.answers[body.AccessToken], s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	if answer == nil {
+		answer = jsonResponder(http.StatusOK, authnInvalid())
+	}
+	return answer(req)
+}
+
+// callsFor is the number of calls made for token; "" sums them all.
+func (s *authnScript) callsFor(token string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token != "" {
+		return s.calls[token]
+	}
+	n := 0
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
+// authnSetup returns a mock client whose authenticate endpoint follows answers.
+func authnSetup(t testing.TB, cfg Config, answers map[string]httpmock.Responder) (*Client, *authnScript) {
+	t.Helper()
+	c, mt := newMockClient(t, cfg)
+	s := &authnScript{answers: answers, calls: map[string]int{}}
+	mt.RegisterResponder(http.MethodPost, authnEndpoint, s.respond)
+	return c, s
+}
+
+// authnAnswers is the script of the usual cases.
+func authnAnswers() map[string]httpmock.Responder {
+	return map[string]httpmock.Responder{
+		"Bearer eu-alice":   jsonResponder(http.StatusOK, authnValid("u-alice", RoleAppUser)),
+		"Bearer eu-bob":     jsonResponder(http.StatusOK, authnValid("u-bob", RoleAppUser)),
+		"Bearer mgmt-token": jsonResponder(http.StatusOK, authnValid("sa-1", RoleServiceAccount)),
+	}
+}
+
+// authnResult is what a request through Authenticator.Handler came to.
+type authnResult struct {
+	status  int
+	header  http.Header
+	body    any // decoded JSON, or the text "next" when next ran
+	nextRan bool
+	user    *EndUser
+}
+
+// authnServe sends one request with the given Authorization header ("" for
+// none) through a.Handler.
+func authnServe(t testing.TB, ctx context.Context, a *Authenticator, authorization string) authnResult {
+	t.Helper()
+	var res authnResult
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res.nextRan = true
+		res.user, _ = EndUserFromContext(r.Context())
+		_, _ = w.Write([]byte("next"))
+	})
+	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/api/things", nil)
+	if authorization != "" {
+		r.Header.Set("Authorization", authorization)
+	}
+	w := httptest.NewRecorder()
+	a.Handler(next).ServeHTTP(w, r)
+	res.status, res.header = w.Code, w.Header()
+	if res.nextRan || w.Body.Len() == 0 {
+		res.body = w.Body.String()
+		return res
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &res.body); err != nil {
+		t.Fatalf("refusal body %q is not JSON: %v", w.Body.String(), err)
+	}
+	return res
+}
+
+// authnBody is a refusal body as decoded JSON.
+func authnBody(code int, reason, message string) map[string]any {
+	return map[string]any{"error_code": float64(code), "reason": reason, "error_message": message}
+}
+
+var (
+	authnMissingBody     = authnBody(401, "auth.unauthorized", "An access token must be provided in the Authorization header.")
+	authnForbiddenBody   = authnBody(403, "auth.forbidden", "This access token is not allowed here.")
+	authnUnavailableBody = authnBody(503, "auth.unavailable", "The access token could not be checked; try again later.")
+	authnServiceBody     = authnBody(401, "auth.unauthorized", "Invalid access token")
+)
+
+// authnInvalidWith is an invalid answer whose to_client_response has the given code.
+func authnInvalidWith(code int, body map[string]any) map[string]any {
+	return map[string]any{"is_token_valid": false, "to_client_response": map[string]any{"http_code": code, "http_body": body}}
+}
+
+func TestAuthenticatorCases(t *testing.T) {
+	serviceBody := map[string]any{"error_code": 401, "reason": "auth.unauthorized", "error_message": "Invalid access token"}
+	tests := []struct {
+		name       string
+		header     string
+		answer     httpmock.Responder // nil: the endpoint must not be called
+		wantStatus int
+		wantBody   any
+		wantUser   *EndUser // non-nil: next runs with this End User
+		wantCalls  int
+	}{
+		{name: "no header", header: "", wantStatus: 401, wantBody: authnMissingBody},
+		{name: "blank header", header: "  \t ", wantStatus: 401, wantBody: authnMissingBody},
+		{name: "not UTF-8", header: "Bearer eu-\xff", wantStatus: 401,
+			wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid.")},
+		{name: "valid APPUSER", header: "Bearer eu-1", answer: jsonResponder(200, authnValid("u-1", RoleAppUser)),
+			wantStatus: 200, wantBody: "next", wantUser: &EndUser{ID: "u-1", Role: RoleAppUser}, wantCalls: 1},
+		{name: "SERVICE_ACCOUNT", header: "Bearer mgmt-token", answer: jsonResponder(200, authnValid("sa-1", RoleServiceAccount)),
+			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
+		{name: "other role", header: "Bearer eu-1", answer: jsonResponder(200, authnValid("u-1", "ADMIN")),
+			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
+		{name: "valid without role", header: "Bearer eu-1", answer: authnRaw(200, `{"is_token_valid":true,"user_id":"u-1"}`),
+			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
+		{name: "role in other case", header: "Bearer eu-1", answer: jsonResponder(200, authnValid("u-1", "appuser")),
+			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
+		{name: "invalid relayed", header: "Bearer eu-1", answer: jsonResponder(200, authnInvalid()),
+			wantStatus: 401, wantBody: authnServiceBody, wantCalls: 1},
+		{name: "invalid with a 4xx relayed", header: "Bearer eu-1",
+			answer:     jsonResponder(200, authnInvalidWith(419, map[string]any{"error_code": 419, "reason": "auth.session_expired", "error_message": "Session expired"})),
+			wantStatus: 419, wantBody: authnBody(419, "auth.session_expired", "Session expired"), wantCalls: 1},
+		{name: "invalid with a 500 code", header: "Bearer eu-1", answer: jsonResponder(200, authnInvalidWith(500, serviceBody)),
+			wantStatus: 401, wantBody: authnServiceBody, wantCalls: 1},
+		{name: "invalid with a 200 code", header: "Bearer eu-1", answer: jsonResponder(200, authnInvalidWith(200, serviceBody)),
+			wantStatus: 401, wantBody: authnServiceBody, wantCalls: 1},
+		{name: "invalid without to_client_response", header: "Bearer eu-1", answer: authnRaw(200, `{"is_token_valid":false}`),
+			wantStatus: 401, wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid."), wantCalls: 1},
+		{name: "service failing after retries", header: "Bearer eu-1",
+			answer:     jsonResponder(503, map[string]any{"reason": "SERVICE.UNAVAILABLE", "error_message": ""}),
+			wantStatus: 503, wantBody: authnUnavailableBody, wantCalls: 5},
+		{name: "service unreachable", header: "Bearer eu-1", answer: httpmock.NewErrorResponder(errors.New("connection refused")),
+			wantStatus: 503, wantBody: authnUnavailableBody, wantCalls: 5},
+		{name: "management token refused", header: "Bearer eu-1",
+			answer:     jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""}),
+			wantStatus: 503, wantBody: authnUnavailableBody, wantCalls: 2},
+		{name: "service says 400", header: "Bearer eu-1",
+			answer:     jsonResponder(400, map[string]any{"reason": ReasonRequestValidation, "error_message": "no token"}),
+			wantStatus: 503, wantBody: authnUnavailableBody, wantCalls: 1},
+		{name: "valid without user_id", header: "Bearer eu-1", answer: authnRaw(200, `{"is_token_valid":true,"user_role":"APPUSER"}`),
+			wantStatus: 503, wantBody: authnUnavailableBody, wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			answers := map[string]httpmock.Responder{}
+			if tt.answer != nil {
+				answers[tt.header] = tt.answer
+			}
+			c, script := authnSetup(t, Config{}, answers)
+			a := &Authenticator{Client: c}
+			got := authnServe(t, context.Background(), a, tt.header)
+
+			if got.status != tt.wantStatus {
+				t.Errorf("status = %d, want %d", got.status, tt.wantStatus)
+			}
+			if diff := cmp.Diff(tt.wantBody, got.body); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if got.nextRan != (tt.wantUser != nil) {
+				t.Errorf("next ran = %t, want %t", got.nextRan, tt.wantUser != nil)
+			}
+			if diff := cmp.Diff(tt.wantUser, got.user); diff != "" {
+				t.Errorf("EndUserFromContext (-want +got):\n%s", diff)
+			}
+			if n := script.callsFor(""); n != tt.wantCalls {
+				t.Errorf("%d authenticate calls, want %d", n, tt.wantCalls)
+			}
+			if !got.nextRan {
+				if ct := got.header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type = %q, want application/json", ct)
+				}
+				if wa := got.header.Get("WWW-Authenticate"); (got.status == 401) != (wa == "Bearer") {
+					t.Errorf("status %d with WWW-Authenticate %q", got.status, wa)
+				}
+			}
+		})
+	}
+}
+
+// TestAuthenticatorErrors checks that Check and ErrorHandler tell the cases
+// apart with errors.Is and errors.As, and that ErrorHandler replaces the
+// default answers.
+func TestAuthenticatorErrors(t *testing.T) {
+	answers := authnAnswers()
+	answers["Bearer eu-down"] = jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})
+	c, _ := authnSetup(t, Config{}, answers)
+
+	var handled error
+	a := &Authenticator{Client: c, ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+		handled = err
+		w.WriteHeader(http.StatusTeapot)
+	}}
+	type verdict struct {
+		Missing, Invalid, Forbidden, Unavailable, APIError bool
+		Relay                                              *ClientResponse
+	}
+	classify := func(err error) verdict {
+		var ite *InvalidTokenError
+		var ae *APIError
+		v := verdict{
+			Missing:     errors.Is(err, ErrMissingToken),
+			Invalid:     errors.Is(err, ErrInvalidToken) && errors.As(err, &ite),
+			Forbidden:   errors.Is(err, ErrForbiddenRole),
+			Unavailable: errors.Is(err, ErrAuthenticationUnavailable),
+			APIError:    errors.As(err, &ae) && ae.StatusCode == 401,
+		}
+		if ite != nil {
+			v.Relay = ite.Response
+		}
+		return v
+	}
+	tests := []struct {
+		header string
+		want   verdict
+	}{
+		{"", verdict{Missing: true}},
+		{"Bearer eu-unknown", verdict{Invalid: true, Relay: &ClientResponse{HTTPCode: 401,
+			HTTPBody: ClientErrorBody{ErrorCode: 401, Reason: "auth.unauthorized", ErrorMessage: "Invalid access token"}}}},
+		{"Bearer mgmt-token", verdict{Forbidden: true}},
+		{"Bearer eu-down", verdict{Unavailable: true, APIError: true}},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		if tt.header != "" {
+			r.Header.Set("Authorization", tt.header)
+		}
+		user, err := a.Check(r)
+		if user != nil {
+			t.Errorf("Check(%q) let %+v through", tt.header, user)
+		}
+		if diff := cmp.Diff(tt.want, classify(err)); diff != "" {
+			t.Errorf("Check(%q) error %v (-want +got):\n%s", tt.header, err, diff)
+		}
+
+		handled = nil
+		res := authnServe(t, context.Background(), a, tt.header)
+		if res.status != http.StatusTeapot || res.nextRan {
+			t.Errorf("Handler(%q): status %d, next ran %t; want ErrorHandler's 418", tt.header, res.status, res.nextRan)
+		}
+		if diff := cmp.Diff(tt.want, classify(handled)); diff != "" {
+			t.Errorf("ErrorHandler(%q) got %v (-want +got):\n%s", tt.header, handled, diff)
+		}
+	}
+
+	user, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice"))
+	if err != nil || !cmp.Equal(user, &EndUser{ID: "u-alice", Role: RoleAppUser}) {
+		t.Errorf("Check(alice) = %+v, %v", user, err)
+	}
+}
+
+func authnRequest(ctx context.Context, authorization string) *http.Request {
+	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	r.Header.Set("Authorization", authorization)
+	return r
+}
+
+func TestAuthenticatorServiceAccountNeverReachesNext(t *testing.T) {
+	c, script := authnSetup(t, Config{}, authnAnswers())
+	a := &Authenticator{Client: c}
+	for range 3 { // uncached, then cached
+		res := authnServe(t, context.Background(), a, "Bearer mgmt-token")
+		if res.nextRan || res.status != http.StatusForbidden {
+			t.Fatalf("SERVICE_ACCOUNT: status %d, next ran %t", res.status, res.nextRan)
+		}
+	}
+	if n := script.callsFor("Bearer mgmt-token"); n != 1 {
+		t.Errorf("%d calls, want 1 (the refusal is cached)", n)
+	}
+}
+
+// authnCheckAll runs n concurrent checks of header and returns their results.
+func authnCheckAll(a *Authenticator, header string, n int) ([]*EndUser, []error) {
+	users, errs := make([]*EndUser, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { users[i], errs[i] = a.Check(authnRequest(context.Background(), header)) })
+	}
+	wg.Wait()
+	return users, errs
+}
+
+func TestAuthenticatorOneCallThenCached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		script.gate = make(chan struct{})
+		a := &Authenticator{Client: c, CacheTTL: 10 * time.Second}
+
+		var users []*EndUser
+		var errs []error
+		done := make(chan struct{})
+		go func() {
+			users, errs = authnCheckAll(a, "Bearer eu-alice", 50)
+			close(done)
+		}()
+		synctest.Wait() // all 50 wait, one call is at the gate
+		if n := script.callsFor(""); n != 1 {
+			t.Fatalf("%d calls while 50 checks wait, want 1", n)
+		}
+		close(script.gate)
+		<-done
+		want := &EndUser{ID: "u-alice", Role: RoleAppUser}
+		for i := range users {
+			if errs[i] != nil || !cmp.Equal(users[i], want) {
+				t.Fatalf("check %d = %+v, %v; want %+v", i, users[i], errs[i], want)
+			}
+		}
+		users[0].ID = "changed by a handler" // each caller has its own copy
+
+		time.Sleep(10*time.Second - time.Nanosecond)
+		users, errs = authnCheckAll(a, "Bearer eu-alice", 50)
+		if n := script.callsFor(""); n != 1 {
+			t.Errorf("%d calls within the TTL, want 1", n)
+		}
+		if errs[0] != nil || !cmp.Equal(users[0], want) {
+			t.Errorf("cached check = %+v, %v; want %+v", users[0], errs[0], want)
+		}
+
+		time.Sleep(time.Nanosecond)
+		authnCheckAll(a, "Bearer eu-alice", 50)
+		if n := script.callsFor(""); n != 2 {
+			t.Errorf("%d calls after the TTL, want 2", n)
+		}
+	})
+}
+
+func TestAuthenticatorDefaultTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		a := &Authenticator{Client: c}
+		check := func() {
+			if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice")); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+		}
+		check()
+		time.Sleep(30*time.Second - time.Nanosecond)
+		check()
+		if n := script.callsFor(""); n != 1 {
+			t.Errorf("%d calls within 30 s, want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		check()
+		if n := script.callsFor(""); n != 2 {
+			t.Errorf("%d calls after 30 s, want 2", n)
+		}
+	})
+}
+
+func TestAuthenticatorInvalidExpiresSooner(t *testing.T) {
+	tests := []struct {
+		ttl, invalidTTL time.Duration
+	}{
+		{30 * time.Second, 5 * time.Second},
+		{2 * time.Second, 2 * time.Second}, // never longer than CacheTTL
+	}
+	for _, tt := range tests {
+		t.Run(tt.ttl.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, script := authnSetup(t, Config{}, authnAnswers())
+				a := &Authenticator{Client: c, CacheTTL: tt.ttl}
+				checkBoth := func() {
+					if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice")); err != nil {
+						t.Fatalf("Check(valid): %v", err)
+					}
+					if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-bad")); !errors.Is(err, ErrInvalidToken) {
+						t.Fatalf("Check(invalid) = %v, want ErrInvalidToken", err)
+					}
+				}
+				checkBoth()
+				time.Sleep(tt.invalidTTL - time.Nanosecond)
+				checkBoth()
+				if got := [2]int{script.callsFor("Bearer eu-alice"), script.callsFor("Bearer eu-bad")}; got != [2]int{1, 1} {
+					t.Errorf("calls (valid, invalid) before the invalid TTL = %v, want [1 1]", got)
+				}
+				time.Sleep(time.Nanosecond)
+				checkBoth()
+				wantValid := 1
+				if tt.invalidTTL == tt.ttl {
+					wantValid = 2
+				}
+				if got := [2]int{script.callsFor("Bearer eu-alice"), script.callsFor("Bearer eu-bad")}; got != [2]int{wantValid, 2} {
+					t.Errorf("calls (valid, invalid) after the invalid TTL = %v, want [%d 2]", got, wantValid)
+				}
+			})
+		})
+	}
+}
+
+func TestAuthenticatorNoCache(t *testing.T) {
+	c, script := authnSetup(t, Config{}, authnAnswers())
+	a := &Authenticator{Client: c, CacheTTL: -1}
+	for range 3 {
+		if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice")); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-bad")); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("Check(invalid) = %v", err)
+		}
+	}
+	if n := script.callsFor(""); n != 6 {
+		t.Errorf("%d calls, want 6 (nothing cached)", n)
+	}
+}
+
+func TestAuthenticatorFailuresNotCached(t *testing.T) {
+	c, script := authnSetup(t, Config{MaxRetries: -1}, nil)
+	failing := true
+	script.answers = map[string]httpmock.Responder{"Bearer eu-alice": func(req *http.Request) (*http.Response, error) {
+		if failing {
+			return nil, errors.New("connection reset")
+		}
+		return jsonResponder(http.StatusOK, authnValid("u-alice", RoleAppUser))(req)
+	}}
+	a := &Authenticator{Client: c}
+	res := authnServe(t, context.Background(), a, "Bearer eu-alice")
+	if res.status != http.StatusServiceUnavailable || res.nextRan {
+		t.Fatalf("while failing: status %d, next ran %t; want 503", res.status, res.nextRan)
+	}
+	failing = false
+	res = authnServe(t, context.Background(), a, "Bearer eu-alice")
+	if res.status != http.StatusOK || !res.nextRan {
+		t.Fatalf("after recovery: status %d, next ran %t; want 200", res.status, res.nextRan)
+	}
+	if n := script.callsFor(""); n != 2 {
+		t.Errorf("%d calls, want 2 (the failure was not cached)", n)
+	}
+}
+
+func TestAuthenticatorCacheBounded(t *testing.T) {
+	const size, tokens = 100, 10_000
+	c, script := authnSetup(t, Config{}, nil)
+	a := &Authenticator{Client: c, CacheSize: size}
+	for i := range tokens {
+		if _, err := a.Check(authnRequest(context.Background(), fmt.Sprintf("Bearer random-%d", i))); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("Check %d = %v, want ErrInvalidToken", i, err)
+		}
+	}
+	a.mu.Lock()
+	n, inflight := a.cache.Len(), len(a.inflight)
+	newest, _ := a.cache.Peek(sha256.Sum256([]byte(fmt.Sprintf("Bearer random-%d", tokens-1)))) // the key is the digest
+	a.mu.Unlock()
+	if n != size || inflight != 0 {
+		t.Errorf("cache holds %d entries and %d calls in flight, want %d and 0", n, inflight, size)
+	}
+	if !errors.Is(newest.err, ErrInvalidToken) {
+		t.Errorf("the newest token's verdict = %v, want it cached by its SHA-256", newest.err)
+	}
+	if calls := script.callsFor(""); calls != tokens {
+		t.Errorf("%d calls, want %d", calls, tokens)
+	}
+
+	d := &Authenticator{Client: c}
+	_, _ = d.Check(authnRequest(context.Background(), "Bearer x"))
+	// The default bound: one more entry than it holds evicts one.
+	d.mu.Lock()
+	for i := range defaultAuthCacheSize + 1 {
+		d.cache.Add([sha256.Size]byte{byte(i), byte(i >> 8), 1}, authVerdict{})
+	}
+	n = d.cache.Len()
+	d.mu.Unlock()
+	if n != defaultAuthCacheSize {
+		t.Errorf("default CacheSize holds %d entries, want %d", n, defaultAuthCacheSize)
+	}
+}
+
+func TestAuthenticatorUsersNeverMixed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		script.gate = make(chan struct{})
+		a := &Authenticator{Client: c}
+
+		type result struct {
+			header string
+			user   *EndUser
+			err    error
+		}
+		results := make(chan result, 100)
+		var wg sync.WaitGroup
+		for i := range 100 {
+			header := []string{"Bearer eu-alice", "Bearer eu-bob"}[i%2]
+			wg.Go(func() {
+				u, err := a.Check(authnRequest(context.Background(), header))
+				results <- result{header, u, err}
+			})
+		}
+		synctest.Wait()
+		if got := [2]int{script.callsFor("Bearer eu-alice"), script.callsFor("Bearer eu-bob")}; got != [2]int{1, 1} {
+			t.Errorf("calls in flight (alice, bob) = %v, want one each", got)
+		}
+		close(script.gate)
+		wg.Wait()
+		close(results)
+		want := map[string]string{"Bearer eu-alice": "u-alice", "Bearer eu-bob": "u-bob"}
+		for r := range results {
+			if r.err != nil || r.user == nil || r.user.ID != want[r.header] {
+				t.Errorf("Check(%q) = %+v, %v; want %s", r.header, r.user, r.err, want[r.header])
+			}
+		}
+		for header, id := range want { // and from the cache
+			u, err := a.Check(authnRequest(context.Background(), header))
+			if err != nil || u.ID != id {
+				t.Errorf("cached Check(%q) = %+v, %v; want %s", header, u, err, id)
+			}
+		}
+	})
+}
+
+func TestAuthenticatorContextEndsWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		script.gate = make(chan struct{})
+		a := &Authenticator{Client: c}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		canceled := make(chan error, 1)
+		go func() {
+			_, err := a.Check(authnRequest(ctx, "Bearer eu-alice"))
+			canceled <- err
+		}()
+		timedOut := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := a.Check(authnRequest(ctx, "Bearer eu-alice"))
+			timedOut <- err
+		}()
+		patient := make(chan *EndUser, 1)
+		go func() {
+			u, _ := a.Check(authnRequest(context.Background(), "Bearer eu-alice"))
+			patient <- u
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-canceled; !errors.Is(err, context.Canceled) {
+			t.Errorf("canceled Check = %v, want context.Canceled", err)
+		}
+		if err := <-timedOut; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("timed out Check = %v, want context.DeadlineExceeded", err)
+		}
+		close(script.gate) // the call outlives the requests that gave up
+		if u := <-patient; u == nil || u.ID != "u-alice" {
+			t.Errorf("patient Check = %+v, want u-alice", u)
+		}
+		if n := script.callsFor(""); n != 1 {
+			t.Errorf("%d calls, want 1", n)
+		}
+	})
+}
+
+func TestAuthenticatorCanceledRequestAnswers503(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		script.gate = make(chan struct{})
+		defer close(script.gate)
+		a := &Authenticator{Client: c}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		res := authnServe(t, ctx, a, "Bearer eu-alice")
+		if res.status != http.StatusServiceUnavailable || res.nextRan {
+			t.Errorf("status %d, next ran %t; want 503", res.status, res.nextRan)
+		}
+	})
+}
+
+func TestAuthenticatorNeverLogsTokens(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	const secret = "eu-s3cret-token-value"
+	answers := map[string]httpmock.Responder{
+		"Bearer " + secret + "-valid": jsonResponder(200, authnValid("u-1", RoleAppUser)),
+		"Bearer " + secret + "-sa":    jsonResponder(200, authnValid("sa-1", RoleServiceAccount)),
+		"Bearer " + secret + "-quoted": jsonResponder(200, authnInvalidWith(401, map[string]any{
+			"error_code": 401, "reason": "auth.unauthorized", "error_message": "token " + secret + " is invalid"})),
+		"Bearer " + secret + "-503":  jsonResponder(503, map[string]any{"reason": "X", "error_message": ""}),
+		"Bearer " + secret + "-401":  jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""}),
+		"Bearer " + secret + "-down": httpmock.NewErrorResponder(errors.New("dial tcp: connection refused")),
+		"Bearer " + secret + "-bad":  authnRaw(200, `{"is_token_valid":true}`),
+	}
+	c, _ := authnSetup(t, Config{Logger: logger}, answers)
+	a := &Authenticator{Client: c}
+	for header := range answers {
+		_, err := a.Check(authnRequest(context.Background(), header))
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("error %q holds the token", err)
+		}
+		if err != nil && strings.Contains(fmt.Sprintf("%+v %#v", err, err), secret) {
+			t.Errorf("formatted error holds the token")
+		}
+	}
+	out := logs.String()
+	for _, s := range []string{secret, mockToken, mockSecret} {
+		if strings.Contains(out, s) {
+			t.Errorf("logs hold %q:\n%s", s, out)
+		}
+	}
+	if got := strings.Count(out, "End User token check failed"); got != 4 {
+		t.Errorf("%d failure records, want 4 (503, 401, unreachable, malformed):\n%s", got, out)
+	}
+}
+
+func TestAuthenticatorWithoutClient(t *testing.T) {
+	var a Authenticator
+	_, err := a.Check(authnRequest(context.Background(), "Bearer eu-1"))
+	if !errors.Is(err, ErrAuthenticationUnavailable) || !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Check without Client = %v, want ErrAuthenticationUnavailable and ErrInvalidArgument", err)
+	}
+	res := authnServe(t, context.Background(), &a, "Bearer eu-1")
+	if res.status != http.StatusServiceUnavailable || res.nextRan {
+		t.Errorf("Handler without Client: status %d, next ran %t; want 503", res.status, res.nextRan)
+	}
+}
+
+func TestEndUserFromContextEmpty(t *testing.T) {
+	if u, ok := EndUserFromContext(context.Background()); ok || u != nil {
+		t.Errorf("EndUserFromContext(Background) = %+v, %t", u, ok)
+	}
+}
+
+func TestInvalidTokenErrorText(t *testing.T) {
+	err := &InvalidTokenError{Response: &ClientResponse{HTTPCode: 401, HTTPBody: ClientErrorBody{
+		ErrorCode: 401, Reason: "auth.unauthorized", ErrorMessage: "Bearer eu-123 expired"}}}
+	if got, want := err.Error(), "management: invalid End User access token: 401 auth.unauthorized"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if got := (&InvalidTokenError{}).Error(); got != ErrInvalidToken.Error() {
+		t.Errorf("Error() without Response = %q", got)
+	}
+}
+
+// authnBenchRequest is a request with a realistic End User token.
+func authnBenchRequest() *http.Request {
+	return authnRequest(context.Background(), "Bearer eyJhbGciOiJSUzI1NiJ9."+strings.Repeat("x", 300)+".sig")
+}
+
+func BenchmarkAuthenticatorCheckCached(b *testing.B) {
+	r := authnBenchRequest()
+	c, _ := authnSetup(b, Config{}, map[string]httpmock.Responder{
+		r.Header.Get("Authorization"): jsonResponder(200, authnValid("u-1", RoleAppUser)),
+	})
+	a := &Authenticator{Client: c, CacheTTL: time.Hour}
+	if _, err := a.Check(r); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Check(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAuthenticatorCheckUncached(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case defaultPathPrefix + "/auth/token":
+			_, _ = w.Write([]byte(`{"access_token":"mgmt-token-1","token_type":"Bearer","expires_in":600}`))
+		case defaultPathPrefix + "/authenticate":
+			_, _ = w.Write([]byte(`{"is_token_valid":true,"user_id":"u-1","user_role":"APPUSER","to_client_response":null}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := NewClient(Config{BaseURL: srv.URL, ClientID: mockID, ClientSecret: mockSecret})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := &Authenticator{Client: c, CacheTTL: -1}
+	r := authnBenchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Check(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
