@@ -1,5 +1,12 @@
 package management
 
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
 // NewAssociation describes a Thing to associate with a User. Every field is
 // required. PhysicalID must equal the physical id the client application sets
 // when it associates the Thing through the application SDK.
@@ -7,4 +14,61 @@ type NewAssociation struct {
 	PhysicalID      string `json:"physical_id"`
 	Model           string `json:"model"`
 	FirmwareVersion string `json:"firmware_version"`
+}
+
+// AssociateThing associates a Thing with the User userID, creating the Thing
+// when the service does not know it yet, and returns the Thing. created
+// reports whether the service created it (201) rather than associating an
+// existing one (200). Every field of a is required; an empty one fails with
+// ErrInvalidArgument before anything is sent.
+//
+// API: POST /users/{user_id}/associated_things
+func (s *UsersService) AssociateThing(ctx context.Context, userID string, a NewAssociation) (thing *ThingDetails, created bool, err error) {
+	id, err := pathSegment("userID", userID)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := a.check(); err != nil {
+		return nil, false, err
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: NewAssociation cannot be encoded as JSON: %w", ErrInvalidArgument, err)
+	}
+	var t ThingDetails
+	status, err := s.client.do(ctx, &operation{method: http.MethodPost, path: "/users/" + id + "/associated_things", body: body}, &t)
+	if err != nil {
+		return nil, false, err
+	}
+	return &t, status == http.StatusCreated, nil
+}
+
+// DisassociateThing removes the association between the User userID and
+// the Thing physicalID.
+//
+// API: DELETE /users/{user_id}/associated_things/{physical_id}
+func (s *UsersService) DisassociateThing(ctx context.Context, userID, physicalID string) error {
+	uid, err := pathSegment("userID", userID)
+	if err != nil {
+		return err
+	}
+	pid, err := pathSegment("physicalID", physicalID)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.do(ctx, &operation{method: http.MethodDelete, path: "/users/" + uid + "/associated_things/" + pid}, nil)
+	return err
+}
+
+// check refuses a NewAssociation with an empty field.
+func (a NewAssociation) check() error {
+	switch {
+	case a.PhysicalID == "":
+		return fmt.Errorf("%w: NewAssociation.PhysicalID is empty", ErrInvalidArgument)
+	case a.Model == "":
+		return fmt.Errorf("%w: NewAssociation.Model is empty", ErrInvalidArgument)
+	case a.FirmwareVersion == "":
+		return fmt.Errorf("%w: NewAssociation.FirmwareVersion is empty", ErrInvalidArgument)
+	}
+	return nil
 }

@@ -1,5 +1,14 @@
 package management
 
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
 // OrderBy selects the column a list is ordered by.
 type OrderBy string
 
@@ -33,4 +42,256 @@ type Page[T any] struct {
 	// NextPage is the link to the next page, "" on the last page. Pass it
 	// as ListOptions.NextPage to continue.
 	NextPage string
+}
+
+// list is one list endpoint. UsersService and ThingsService differ only in
+// the path and in the key their wire page W holds the items T under, which
+// contents reads; everything else (options, link checks, iteration) is here.
+type list[W, T any] struct {
+	client   *Client
+	path     string                  // below the prefix: "/users"
+	contents func(*W) ([]T, *string) // the items and next_page of a decoded page
+}
+
+// page fetches the first page, or the page opts.NextPage links to.
+func (l list[W, T]) page(ctx context.Context, opts *ListOptions) (*Page[*T], error) {
+	op, err := l.firstOperation(opts)
+	if err != nil {
+		return nil, err
+	}
+	items, next, err := l.fetch(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	// A page that links to itself would make a caller's paging loop endless.
+	if next != "" && next == l.visitKey(op) {
+		return nil, fmt.Errorf("%w %s: the page links to itself", ErrInvalidPageLink, linkForError(next))
+	}
+	p := &Page[*T]{NextPage: next}
+	if len(items) > 0 {
+		p.Items = make([]*T, len(items))
+		for i := range items {
+			p.Items[i] = &items[i]
+		}
+	}
+	return p, nil
+}
+
+// all iterates over every item, following next_page links. The options are
+// copied now; every range over the result starts again from the first page
+// (or the copied NextPage).
+func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, error] {
+	var o ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	return func(yield func(*T, error) bool) {
+		op, err := l.firstOperation(&o)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		seen := map[string]struct{}{l.visitKey(op): {}}
+		for n := 1; ; n++ {
+			items, next, err := l.fetch(ctx, op)
+			if err != nil {
+				yield(nil, l.pageError(n, err))
+				return
+			}
+			for i := range items {
+				if !yield(&items[i], nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			if op, err = l.follow(next, seen); err != nil {
+				yield(nil, l.pageError(n+1, err))
+				return
+			}
+		}
+	}
+}
+
+// firstOperation checks opts and returns the request of the first page:
+// the list path with the order asked for, or the link to resume from.
+func (l list[W, T]) firstOperation(opts *ListOptions) (*operation, error) {
+	var o ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	switch o.OrderBy {
+	case "", OrderByUpdatedAt:
+	default:
+		return nil, fmt.Errorf("%w: ListOptions.OrderBy %q is not supported (want %q or empty)", ErrInvalidArgument, o.OrderBy, OrderByUpdatedAt)
+	}
+	switch o.Direction {
+	case "", Ascending, Descending:
+	default:
+		return nil, fmt.Errorf("%w: ListOptions.Direction %q is not supported (want %q, %q or empty)", ErrInvalidArgument, o.Direction, Ascending, Descending)
+	}
+	if o.NextPage != "" {
+		if o.OrderBy != "" || o.Direction != "" {
+			return nil, fmt.Errorf("%w: ListOptions.NextPage cannot be combined with OrderBy or Direction (the link carries its own order)", ErrInvalidArgument)
+		}
+		if err := checkPageLink(l.client.baseURL, l.client.basePath, o.NextPage); err != nil {
+			return nil, fmt.Errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
+		}
+		return &operation{method: http.MethodGet, link: o.NextPage}, nil
+	}
+	return &operation{method: http.MethodGet, path: l.path, query: orderQuery(o.OrderBy, o.Direction)}, nil
+}
+
+// orderQuery encodes the order parameters that were asked for, in a fixed
+// order, and nothing else.
+func orderQuery(by OrderBy, dir Direction) string {
+	var q []string
+	if by != "" {
+		q = append(q, "order_by="+url.QueryEscape(string(by)))
+	}
+	if dir != "" {
+		q = append(q, "order_direction="+url.QueryEscape(string(dir)))
+	}
+	return strings.Join(q, "&")
+}
+
+// fetch requests one page and returns its items and next_page ("" when null).
+func (l list[W, T]) fetch(ctx context.Context, op *operation) ([]T, string, error) {
+	var w W
+	if _, err := l.client.do(ctx, op, &w); err != nil {
+		return nil, "", err
+	}
+	items, next := l.contents(&w)
+	if next == nil {
+		return items, "", nil
+	}
+	return items, *next, nil
+}
+
+// follow checks a next_page link, refuses one already followed in this run
+// (the listing would never end), records it and returns its request.
+func (l list[W, T]) follow(link string, seen map[string]struct{}) (*operation, error) {
+	if err := checkPageLink(l.client.baseURL, l.client.basePath, link); err != nil {
+		return nil, err
+	}
+	if _, ok := seen[link]; ok {
+		return nil, fmt.Errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
+	}
+	seen[link] = struct{}{}
+	return &operation{method: http.MethodGet, link: link}, nil
+}
+
+// visitKey is what op requests, below the base URL, in the form of a
+// next_page link, so that a link back to the first page counts as a repeat.
+func (l list[W, T]) visitKey(op *operation) string {
+	if op.link != "" {
+		return op.link
+	}
+	if op.query == "" {
+		return l.client.prefix + op.path
+	}
+	return l.client.prefix + op.path + "?" + op.query
+}
+
+// pageError says which page of a listing failed; the first page's error
+// is returned as it is.
+func (l list[W, T]) pageError(n int, err error) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("management: listing %s, page %d: %w", l.path, n, err)
+}
+
+// checkPageLink reports whether link, a next_page value, may be requested
+// as baseURL+link (baseURL has no trailing slash; basePath is its escaped
+// path). The service's links are a path plus a query, appended to the base
+// URL as they stand; anything that could reach another host or scheme,
+// climb out of the base path, or be re-encoded on the way is refused, so
+// that our Authorization header only ever travels where it belongs.
+func checkPageLink(baseURL, basePath, link string) error {
+	if problem := linkProblem(link); problem != "" {
+		return fmt.Errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
+	}
+	// Belt and braces: parse what would be requested and check it is the
+	// base URL's scheme and host, under its path, with the link unchanged.
+	base, err := url.Parse(baseURL)
+	if err != nil {
+		return fmt.Errorf("%w: the base URL does not parse", ErrInvalidPageLink)
+	}
+	u, err := url.Parse(baseURL + link)
+	linkPath, linkQuery, _ := strings.Cut(link, "?")
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
+	case u.Scheme != base.Scheme || u.Host != base.Host || u.User != nil || u.Opaque != "":
+		return fmt.Errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
+	case !underPath(u.Path, base.Path):
+		return fmt.Errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
+	case u.EscapedPath() != basePath+linkPath || u.RawQuery != linkQuery:
+		return fmt.Errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
+	}
+	return nil
+}
+
+// linkProblem says what is wrong with link, or "" when it is a path (plus
+// query) starting with a single "/", of printable ASCII without backslash
+// or fragment, and without "." or ".." segments (escaped or not) that a
+// server could resolve outside the base path.
+func linkProblem(link string) string {
+	switch {
+	case link == "":
+		return "empty"
+	case link[0] != '/':
+		return "not a path starting with /"
+	case len(link) > 1 && link[1] == '/':
+		return "starts with // (another host)"
+	}
+	for i := 0; i < len(link); i++ {
+		switch b := link[i]; {
+		case b <= ' ' || b >= 0x7f:
+			return "holds a space, a control or a non-ASCII character"
+		case b == '\\':
+			return "holds a backslash"
+		case b == '#':
+			return "holds a fragment"
+		}
+	}
+	// Checked decoded too: a server or proxy may decode %2e and %2f
+	// before it resolves dot segments.
+	p, _, _ := strings.Cut(link, "?")
+	decoded, err := url.PathUnescape(p)
+	switch {
+	case err != nil:
+		return "holds an invalid escape"
+	case strings.Contains(decoded, `\`):
+		return "holds an escaped backslash"
+	}
+	for _, path := range []string{p, decoded} {
+		for seg := range strings.SplitSeq(path, "/") {
+			if seg == "." || seg == ".." {
+				return "holds a dot segment"
+			}
+		}
+	}
+	return ""
+}
+
+// underPath reports whether p is base or below it, at a segment boundary.
+func underPath(p, base string) bool {
+	base = strings.TrimSuffix(base, "/")
+	if base == "" {
+		return strings.HasPrefix(p, "/")
+	}
+	rest, ok := strings.CutPrefix(p, base)
+	return ok && (rest == "" || rest[0] == '/')
+}
+
+// linkForError names a link in an error by its path alone, quoted and
+// bounded: the query holds the page token, which has no place in errors
+// and logs.
+func linkForError(link string) string {
+	p, _, _ := strings.Cut(link, "?")
+	p, _, _ = strings.Cut(p, "#")
+	return fmt.Sprintf("%.80q", p)
 }

@@ -1,6 +1,13 @@
 package management
 
-import "fmt"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"strconv"
+)
 
 var errUnsetPlacement = fmt.Errorf("%w: Unset is only valid as a top-level ThingUpdate.CustomSettings value", ErrInvalidArgument)
 
@@ -77,4 +84,156 @@ func Ptr[T any](v T) *T {
 // ThingsService lists, reads and updates Things. Get it from Client.Things.
 type ThingsService struct {
 	client *Client
+}
+
+// thingsPage is the wire shape of a page of Things.
+type thingsPage struct {
+	Things   []Thing `json:"things"`
+	NextPage *string `json:"next_page"`
+}
+
+func (p *thingsPage) contents() ([]Thing, *string) { return p.Things, p.NextPage }
+
+func (s *ThingsService) list() list[thingsPage, Thing] {
+	return list[thingsPage, Thing]{client: s.client, path: "/things", contents: (*thingsPage).contents}
+}
+
+// List iterates over the Things, page after page, in the order opts asks
+// for (nil: creation time, descending), or from opts.NextPage. It copies
+// opts and never modifies it. Each range over the result starts again from
+// the first page; breaking out of the loop stops fetching. On an error,
+// including a next_page link that is not a path on the base URL or that
+// was already followed, it yields (nil, err) once and stops. The yielded
+// Things point into the page they came from.
+//
+// API: GET /things, then GET {next_page}
+func (s *ThingsService) List(ctx context.Context, opts *ListOptions) iter.Seq2[*Thing, error] {
+	return s.list().all(ctx, opts)
+}
+
+// ListPage fetches one page of Things: the first page in the order opts
+// asks for, or the page opts.NextPage links to. To fetch the next page,
+// pass the returned Page.NextPage as ListOptions.NextPage; the link is
+// checked then, as List checks it. A page that links to itself fails with
+// ErrInvalidPageLink; a caller paging by hand should also stop on a link it
+// has already followed, as List does.
+//
+// API: GET /things or GET {next_page}
+func (s *ThingsService) ListPage(ctx context.Context, opts *ListOptions) (*Page[*Thing], error) {
+	return s.list().page(ctx, opts)
+}
+
+// Get returns the Thing with the given physical id, with its statuses,
+// custom settings and associated Users. A Thing that does not exist yields
+// an error matching ErrNotFound.
+//
+// API: GET /things/{thing_physical_id}
+func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetails, error) {
+	id, err := pathSegment("physicalID", physicalID)
+	if err != nil {
+		return nil, err
+	}
+	var t ThingDetails
+	if _, err := s.client.do(ctx, &operation{method: http.MethodGet, path: "/things/" + id}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Update applies u to the Thing with the given physical id and returns the
+// updated Thing. Only the fields set in u are sent; an update with no field
+// set, or with Unset anywhere but as a top-level CustomSettings value, fails
+// with ErrInvalidArgument before anything is sent. u is not modified.
+//
+// API: PATCH /things/{thing_physical_id}
+func (s *ThingsService) Update(ctx context.Context, physicalID string, u ThingUpdate) (*ThingDetails, error) {
+	id, err := pathSegment("physicalID", physicalID)
+	if err != nil {
+		return nil, err
+	}
+	body, err := u.encode(s.client.unsetMarker)
+	if err != nil {
+		return nil, err
+	}
+	var t ThingDetails
+	if _, err := s.client.do(ctx, &operation{method: http.MethodPatch, path: "/things/" + id, body: body}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// thingUpdateBody is the wire shape of a ThingUpdate: absent keys are not updated.
+type thingUpdateBody struct {
+	Name            *string        `json:"name,omitempty"`
+	FirmwareVersion *string        `json:"firmware_version,omitempty"`
+	LastSeen        *Timestamp     `json:"last_seen,omitempty"`
+	Statuses        []ThingStatus  `json:"statuses,omitempty"`
+	CustomSettings  map[string]any `json:"custom_settings,omitempty"`
+}
+
+// encode returns the request body of u, with top-level Unset values
+// replaced by marker.
+func (u ThingUpdate) encode(marker string) ([]byte, error) {
+	if u.Name == nil && u.FirmwareVersion == nil && u.LastSeen == nil && len(u.Statuses) == 0 && len(u.CustomSettings) == 0 {
+		return nil, fmt.Errorf("%w: ThingUpdate has no field set", ErrInvalidArgument)
+	}
+	settings, err := wireCustomSettings(u.CustomSettings, marker)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(thingUpdateBody{
+		Name:            u.Name,
+		FirmwareVersion: u.FirmwareVersion,
+		LastSeen:        u.LastSeen,
+		Statuses:        u.Statuses,
+		CustomSettings:  settings,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: ThingUpdate cannot be encoded as JSON: %w", ErrInvalidArgument, err)
+	}
+	return body, nil
+}
+
+// wireCustomSettings returns a copy of settings (the caller's map is left
+// alone) with each top-level Unset replaced by marker. The service removes
+// top-level keys only, so an Unset found deeper is refused.
+func wireCustomSettings(settings map[string]any, marker string) (map[string]any, error) {
+	if len(settings) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(settings))
+	for k, v := range settings {
+		if _, ok := v.(unset); ok {
+			out[k] = marker
+			continue
+		}
+		if where, found := findUnset(v); found {
+			return nil, fmt.Errorf("%w, found at CustomSettings[%q]%s", errUnsetPlacement, k, where)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// findUnset looks for Unset inside the JSON containers of v and returns
+// where it is, as index expressions. Unset in other containers is caught
+// when encoding, as its MarshalJSON refuses.
+func findUnset(v any) (string, bool) {
+	switch v := v.(type) {
+	case unset:
+		return "", true
+	case map[string]any:
+		for k, e := range v {
+			if where, found := findUnset(e); found {
+				return "[" + strconv.Quote(k) + "]" + where, true
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if where, found := findUnset(e); found {
+				return "[" + strconv.Itoa(i) + "]" + where, true
+			}
+		}
+	}
+	return "", false
 }

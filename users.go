@@ -1,5 +1,13 @@
 package management
 
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+)
+
 // EmailVerificationStatus is the state of a User's email verification.
 // Values the SDK does not know are kept as sent.
 type EmailVerificationStatus string
@@ -72,4 +80,79 @@ type AssociationData struct {
 // Get it from Client.Users.
 type UsersService struct {
 	client *Client
+}
+
+// usersPage is the wire shape of a page of Users.
+type usersPage struct {
+	Users    []User  `json:"users"`
+	NextPage *string `json:"next_page"`
+}
+
+func (p *usersPage) contents() ([]User, *string) { return p.Users, p.NextPage }
+
+func (s *UsersService) list() list[usersPage, User] {
+	return list[usersPage, User]{client: s.client, path: "/users", contents: (*usersPage).contents}
+}
+
+// List iterates over the Users, page after page, in the order opts asks
+// for (nil: creation time, descending), or from opts.NextPage. It copies
+// opts and never modifies it. Each range over the result starts again from
+// the first page; breaking out of the loop stops fetching. On an error,
+// including a next_page link that is not a path on the base URL or that
+// was already followed, it yields (nil, err) once and stops. The yielded
+// Users point into the page they came from.
+//
+//	for u, err := range client.Users.List(ctx, nil) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(u.ID)
+//	}
+//
+// API: GET /users, then GET {next_page}
+func (s *UsersService) List(ctx context.Context, opts *ListOptions) iter.Seq2[*User, error] {
+	return s.list().all(ctx, opts)
+}
+
+// ListPage fetches one page of Users: the first page in the order opts
+// asks for, or the page opts.NextPage links to. To fetch the next page,
+// pass the returned Page.NextPage as ListOptions.NextPage; the link is
+// checked then, as List checks it. A page that links to itself fails with
+// ErrInvalidPageLink; a caller paging by hand should also stop on a link it
+// has already followed, as List does.
+//
+// API: GET /users or GET {next_page}
+func (s *UsersService) ListPage(ctx context.Context, opts *ListOptions) (*Page[*User], error) {
+	return s.list().page(ctx, opts)
+}
+
+// Get returns the User with id userID, with its consents, custom settings
+// and associated Things. A User that does not exist yields an error
+// matching ErrNotFound.
+//
+// API: GET /users/{user_id}
+func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, error) {
+	id, err := pathSegment("userID", userID)
+	if err != nil {
+		return nil, err
+	}
+	var u UserDetails
+	if _, err := s.client.do(ctx, &operation{method: http.MethodGet, path: "/users/" + id}, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// pathSegment escapes an identifier as one path segment, so that "/", "?",
+// "#", "%" and spaces reach the service as part of it. Empty identifiers,
+// and "." and "..", which a server would resolve as dot segments, are
+// refused.
+func pathSegment(name, id string) (string, error) {
+	switch id {
+	case "":
+		return "", fmt.Errorf("%w: %s is empty", ErrInvalidArgument, name)
+	case ".", "..":
+		return "", fmt.Errorf("%w: %s %q is not a valid identifier", ErrInvalidArgument, name, id)
+	}
+	return url.PathEscape(id), nil
 }

@@ -1,0 +1,427 @@
+package management
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jarcoal/httpmock"
+)
+
+// Helpers shared by the resource tests (users, things, associations,
+// pagination, decoding). Their names start with "res".
+
+// resSample returns the content of testdata/name.
+func resSample(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatalf("reading sample: %v", err)
+	}
+	return b
+}
+
+// resRaw answers status with body as it stands, labelled as JSON.
+func resRaw(status int, body []byte) httpmock.Responder {
+	return func(*http.Request) (*http.Response, error) {
+		resp := httpmock.NewBytesResponse(status, body)
+		resp.Header.Set("Content-Type", "application/json")
+		return resp, nil
+	}
+}
+
+// resServe sends every request but the token one to a recorder answering
+// with next, and returns the recorder.
+func resServe(mt *httpmock.MockTransport, next httpmock.Responder) *recorder {
+	rec := &recorder{}
+	mt.RegisterNoResponder(rec.respond(next))
+	return rec
+}
+
+// resTS parses a wire timestamp.
+func resTS(t testing.TB, s string) Timestamp {
+	t.Helper()
+	tm, err := time.Parse(wireTimeLayout, s)
+	if err != nil {
+		t.Fatalf("bad test timestamp %q: %v", s, err)
+	}
+	return Timestamp{tm}
+}
+
+// resTSPtr is resTS as a pointer.
+func resTSPtr(t testing.TB, s string) *Timestamp {
+	t.Helper()
+	ts := resTS(t, s)
+	return &ts
+}
+
+// resJSON decodes JSON as the client does (numbers as json.Number), for
+// comparing bodies without losing integer precision.
+func resJSON(t testing.TB, s string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%q is not JSON: %v", s, err)
+	}
+	return v
+}
+
+// resWant is a request a test expects: the escaped path below the base
+// URL, the raw query, and the JSON body ("" for none).
+type resWant struct {
+	Method string
+	Path   string
+	Query  string
+	Body   string
+}
+
+// resCheckRequests compares the recorded requests with want: method, escaped
+// path, raw query, the headers every call carries, and the JSON body.
+func resCheckRequests(t testing.TB, got []recorded, want []resWant) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d requests, want %d: %+v", len(got), len(want), got)
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.Method != w.Method || g.Path != w.Path || g.Query != w.Query {
+			t.Errorf("request %d: %s %s ? %s, want %s %s ? %s", i, g.Method, g.Path, g.Query, w.Method, w.Path, w.Query)
+		}
+		headers := map[string]string{
+			"Authorization": g.Header.Get("Authorization"),
+			"Content-Type":  g.Header.Get("Content-Type"),
+			"Accept":        g.Header.Get("Accept"),
+		}
+		wantHeaders := map[string]string{
+			"Authorization": "Bearer " + mockToken,
+			"Content-Type":  "application/json",
+			"Accept":        "application/json",
+		}
+		if diff := cmp.Diff(wantHeaders, headers); diff != "" {
+			t.Errorf("request %d headers (-want +got):\n%s", i, diff)
+		}
+		if w.Body == "" {
+			if g.Body != "" {
+				t.Errorf("request %d has body %q, want none", i, g.Body)
+			}
+			continue
+		}
+		if diff := cmp.Diff(resJSON(t, w.Body), resJSON(t, g.Body)); diff != "" {
+			t.Errorf("request %d body (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// resNoRequest fails the test when mt was asked anything at all (the token
+// endpoint included): the call should have been refused before sending.
+func resNoRequest(t testing.TB, mt *httpmock.MockTransport) {
+	t.Helper()
+	if n := mt.GetTotalCallCount(); n != 0 {
+		t.Errorf("%d requests were sent, want none: %v", n, mt.GetCallCountInfo())
+	}
+}
+
+// resIsDecodeError fails unless err is a *DecodeError.
+func resIsDecodeError(t testing.TB, err error) *DecodeError {
+	t.Helper()
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		t.Fatalf("error %v (%T) is not a *DecodeError", err, err)
+	}
+	return de
+}
+
+// Every malformed, truncated or wrong-typed sample fails with a
+// *DecodeError naming the call, on every endpoint that could receive it.
+func TestDecodeInvalidSamples(t *testing.T) {
+	samples := []string{
+		"invalid_syntax.json",
+		"invalid_truncated.json",
+		"invalid_empty.json",
+		"invalid_trailing.json",
+		"invalid_type_id.json",
+		"invalid_type_is_anonymous.json",
+		"invalid_type_consents.json",
+		"invalid_type_custom_settings.json",
+		"invalid_type_timestamp.json",
+		"invalid_timestamp_format.json",
+		"invalid_type_top_level.json",
+	}
+	thingSamples := []string{
+		"invalid_syntax.json",
+		"invalid_truncated.json",
+		"invalid_empty.json",
+		"invalid_type_custom_settings.json",
+		"invalid_type_timestamp.json",
+		"invalid_type_statuses.json",
+		"invalid_type_last_seen.json",
+		"invalid_type_top_level.json",
+	}
+	pageSamples := []string{
+		"invalid_syntax.json",
+		"invalid_empty.json",
+		"invalid_type_next_page.json",
+		"invalid_type_top_level.json",
+	}
+	usersPageSamples := append([]string{"invalid_type_users_page.json"}, pageSamples...)
+	thingsPageSamples := append([]string{"invalid_type_things_page.json"}, pageSamples...)
+	type call struct {
+		name string
+		path string
+		run  func(context.Context, *Client) error
+	}
+	userCalls := []call{{"Users.Get", "/users/u-1", func(ctx context.Context, c *Client) error {
+		_, err := c.Users.Get(ctx, "u-1")
+		return err
+	}}}
+	thingCalls := []call{
+		{"Things.Get", "/things/p-1", func(ctx context.Context, c *Client) error {
+			_, err := c.Things.Get(ctx, "p-1")
+			return err
+		}},
+		{"Things.Update", "/things/p-1", func(ctx context.Context, c *Client) error {
+			_, err := c.Things.Update(ctx, "p-1", ThingUpdate{Name: Ptr("n")})
+			return err
+		}},
+		{"Users.AssociateThing", "/users/u-1/associated_things", func(ctx context.Context, c *Client) error {
+			_, _, err := c.Users.AssociateThing(ctx, "u-1", NewAssociation{"p-1", "m", "1"})
+			return err
+		}},
+	}
+	usersPageCalls := []call{
+		{"Users.ListPage", "/users", func(ctx context.Context, c *Client) error {
+			_, err := c.Users.ListPage(ctx, nil)
+			return err
+		}},
+		{"Users.List", "/users", func(ctx context.Context, c *Client) error {
+			for _, err := range c.Users.List(ctx, nil) {
+				return err
+			}
+			return nil
+		}},
+	}
+	thingsPageCalls := []call{
+		{"Things.ListPage", "/things", func(ctx context.Context, c *Client) error {
+			_, err := c.Things.ListPage(ctx, nil)
+			return err
+		}},
+		{"Things.List", "/things", func(ctx context.Context, c *Client) error {
+			for _, err := range c.Things.List(ctx, nil) {
+				return err
+			}
+			return nil
+		}},
+	}
+	groups := []struct {
+		samples []string
+		calls   []call
+	}{
+		{samples, userCalls},
+		{thingSamples, thingCalls},
+		{usersPageSamples, usersPageCalls},
+		{thingsPageSamples, thingsPageCalls},
+	}
+	for _, g := range groups {
+		for _, sample := range g.samples {
+			for _, cl := range g.calls {
+				t.Run(cl.name+"/"+sample, func(t *testing.T) {
+					c, mt := newMockClient(t, Config{})
+					resServe(mt, resRaw(http.StatusOK, resSample(t, sample)))
+					de := resIsDecodeError(t, cl.run(t.Context(), c))
+					if de.Path != cl.path || de.StatusCode != http.StatusOK {
+						t.Errorf("DecodeError names %s %d, want %s 200", de.Path, de.StatusCode, cl.path)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The token response sample is accepted, and its token is what the next
+// call carries.
+func TestDecodeTokenResponseSample(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	mt.RegisterResponder(http.MethodPost, mockPrefix+"/auth/token", resRaw(http.StatusOK, resSample(t, "token_response.json")))
+	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json")))
+	if _, err := c.Users.Get(t.Context(), "u-anon"); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.all()
+	if len(got) != 1 || got[0].Header.Get("Authorization") != "Bearer sample-token-from-testdata" {
+		t.Fatalf("requests %+v, want one carrying the sample's token", got)
+	}
+}
+
+// Both error shapes of the spec are decoded into their typed errors.
+func TestDecodeErrorSamples(t *testing.T) {
+	t.Run("management", func(t *testing.T) {
+		c, mt := newMockClient(t, Config{})
+		resServe(mt, resRaw(http.StatusNotFound, resSample(t, "error_management.json")))
+		_, err := c.Users.Get(t.Context(), "u-404")
+		var ae *APIError
+		if !errors.As(err, &ae) || !errors.Is(err, ErrNotFound) {
+			t.Fatalf("error %v, want an *APIError matching ErrNotFound", err)
+		}
+		want := &APIError{StatusCode: 404, Reason: ReasonEntityNotFound, Message: "User u-404 was not found", Method: "GET", Path: "/users/u-404"}
+		if diff := cmp.Diff(want, ae); diff != "" {
+			t.Errorf("APIError (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("token", func(t *testing.T) {
+		c, mt := newMockClient(t, Config{})
+		mt.RegisterResponder(http.MethodPost, mockPrefix+"/auth/token", resRaw(http.StatusUnauthorized, resSample(t, "error_token.json")))
+		rec := resServe(mt, resRaw(http.StatusOK, []byte(`{}`)))
+		_, err := c.Things.Get(t.Context(), "p-1")
+		var te *TokenError
+		if !errors.As(err, &te) || !errors.Is(err, ErrInvalidClient) {
+			t.Fatalf("error %v, want a *TokenError matching ErrInvalidClient", err)
+		}
+		want := &TokenError{StatusCode: 401, Code: "invalid_client", Description: "Bad client credentials"}
+		if diff := cmp.Diff(want, te); diff != "" {
+			t.Errorf("TokenError (-want +got):\n%s", diff)
+		}
+		if n := len(rec.all()); n != 0 {
+			t.Errorf("%d API requests without a token, want none", n)
+		}
+	})
+}
+
+// The authenticate samples, valid and invalid, decode through Authenticate.
+func TestDecodeAuthenticateSamples(t *testing.T) {
+	tests := []struct {
+		sample string
+		want   *EndUserAuthentication
+	}{
+		{"authenticate_valid.json", &EndUserAuthentication{Valid: true, UserID: "u-1", Role: RoleAppUser}},
+		{"authenticate_invalid.json", &EndUserAuthentication{ClientResponse: &ClientResponse{
+			HTTPCode: 401,
+			HTTPBody: ClientErrorBody{ErrorCode: 401, Reason: "auth.unauthorized", ErrorMessage: "The access token is invalid or has expired"},
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sample, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			resServe(mt, resRaw(http.StatusOK, resSample(t, tt.sample)))
+			got, err := c.Authenticate(t.Context(), "Bearer eu-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// resFuzzBody is the context key under which a fuzz input travels to the
+// mock transport's responder, so that one client serves every input
+// without shared mutable state.
+type resFuzzBody struct{}
+
+// resFuzzClient returns a client whose every API call is answered 200 with
+// the bytes stored in the request's context under resFuzzBody.
+func resFuzzClient(f *testing.F) *Client {
+	f.Helper()
+	c, mt := newMockClient(f, Config{MaxRetries: -1})
+	mt.RegisterNoResponder(func(req *http.Request) (*http.Response, error) {
+		body, _ := req.Context().Value(resFuzzBody{}).([]byte)
+		return httpmock.NewBytesResponse(http.StatusOK, body), nil
+	})
+	return c
+}
+
+// resFuzzSeeds adds the testdata samples to f's seed corpus.
+func resFuzzSeeds(f *testing.F, names ...string) {
+	for _, name := range names {
+		f.Add(resSample(f, name))
+	}
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"custom_settings": {"a": [[[[{"b": 1e400}]]]]}}`))
+}
+
+// resFuzzCheck fails unless err is nil or a *DecodeError: whatever the
+// body, the decoder reports it and never panics.
+func resFuzzCheck(t *testing.T, body []byte, err error) {
+	t.Helper()
+	var de *DecodeError
+	if err != nil && !errors.As(err, &de) {
+		t.Fatalf("body %q: error %v (%T) is not a *DecodeError", body, err, err)
+	}
+}
+
+// resFuzzAgree checks the client's answer against a plain decode of body
+// into a fresh V (numbers as json.Number, one value only): both succeed
+// with the same value, or both fail.
+func resFuzzAgree[V any](t *testing.T, body []byte, got *V, err error) {
+	t.Helper()
+	resFuzzCheck(t, body, err)
+	var want V
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	werr := dec.Decode(&want)
+	if werr == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			werr = errors.New("trailing data")
+		}
+	}
+	if (err == nil) != (werr == nil) {
+		t.Fatalf("body %q: client error %v, plain decoder error %v", body, err, werr)
+	}
+	if err == nil {
+		if diff := cmp.Diff(&want, got); diff != "" {
+			t.Fatalf("body %q: client and plain decoder differ (-plain +client):\n%s", body, diff)
+		}
+	}
+}
+
+func FuzzDecodeUserDetails(f *testing.F) {
+	resFuzzSeeds(f, "user_details.json", "user_details_anonymous.json", "user_details_future.json", "invalid_truncated.json")
+	c := resFuzzClient(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
+		u, err := c.Users.Get(ctx, "u-1")
+		resFuzzAgree(t, body, u, err)
+	})
+}
+
+func FuzzDecodeThingDetails(f *testing.F) {
+	resFuzzSeeds(f, "thing_details.json", "thing_details_bare.json", "associate_response.json", "invalid_type_statuses.json")
+	c := resFuzzClient(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
+		th, err := c.Things.Get(ctx, "p-1")
+		resFuzzAgree(t, body, th, err)
+	})
+}
+
+func FuzzDecodeListPage(f *testing.F) {
+	resFuzzSeeds(f, "users_page.json", "things_page.json", "invalid_type_users_page.json")
+	f.Add([]byte(`{"users": [], "next_page": "/v2/api/management/service_connect/users"}`))
+	c := resFuzzClient(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
+		up, uerr := c.Users.ListPage(ctx, nil)
+		tp, terr := c.Things.ListPage(ctx, nil)
+		for _, err := range []error{uerr, terr} {
+			if errors.Is(err, ErrInvalidPageLink) { // a page linking to itself
+				continue
+			}
+			resFuzzCheck(t, body, err)
+		}
+		if uerr == nil && slices.Contains(up.Items, nil) || terr == nil && slices.Contains(tp.Items, nil) {
+			t.Fatalf("body %q: a nil item in a page", body)
+		}
+	})
+}

@@ -1,0 +1,249 @@
+package management
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// resThingDetailsWant is testdata/thing_details.json, field by field.
+func resThingDetailsWant(t testing.TB) *ThingDetails {
+	return &ThingDetails{
+		Thing: Thing{
+			PhysicalID: "AC:DE:48:00:11:22", Name: "Kitchen sensor", Model: "TH-100", FirmwareVersion: "1.4.2",
+			LastSeen:  resTSPtr(t, "2024-05-06T07:08:09.010Z"),
+			CreatedAt: resTS(t, "2023-12-01T00:00:00.000Z"), UpdatedAt: resTS(t, "2024-05-06T07:08:09.010Z"),
+		},
+		Statuses: []ThingStatus{
+			{Name: "battery", StatusValue: "87", Date: resTS(t, "2024-05-06T07:08:09.010Z")},
+			{Name: "door", StatusValue: "closed", Date: resTS(t, "2024-05-05T22:00:00.000Z")},
+		},
+		CustomSettings: map[string]any{
+			"threshold":   json.Number("21.5"),
+			"serial":      json.Number("9007199254740993"),
+			"labels":      []any{"a", "b"},
+			"calibration": map[string]any{"offsets": []any{json.Number("0.1"), json.Number("-0.2")}, "by": nil},
+		},
+		AssociatedUsers: []AssociatedUser{
+			{ID: "u-1", AssociationData: AssociationData{AssociatedAt: resTS(t, "2024-01-03T08:00:00.000Z")}},
+		},
+	}
+}
+
+func TestThingsListPageDecodesSample(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "things_page.json")))
+
+	got, err := c.Things.ListPage(t.Context(), &ListOptions{OrderBy: OrderByUpdatedAt, Direction: Ascending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Page[*Thing]{Items: []*Thing{
+		{
+			PhysicalID: "AC:DE:48:00:11:22", Name: "Kitchen sensor", Model: "TH-100", FirmwareVersion: "1.4.2",
+			LastSeen:  resTSPtr(t, "2024-05-06T07:08:09.010Z"),
+			CreatedAt: resTS(t, "2023-12-01T00:00:00.000Z"), UpdatedAt: resTS(t, "2024-05-06T07:08:09.010Z"),
+		},
+		{
+			PhysicalID: "never-seen", Name: "Spare", Model: "TH-100", FirmwareVersion: "1.0.0",
+			CreatedAt: resTS(t, "2024-01-01T12:00:00.000Z"), UpdatedAt: resTS(t, "2024-01-01T12:00:00.000Z"),
+		},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("page (-want +got):\n%s", diff)
+	}
+	resCheckRequests(t, rec.all(), []resWant{{
+		Method: "GET", Path: "/v2/api/management/service_connect/things", Query: "order_by=updatedAt&order_direction=asc",
+	}})
+}
+
+func TestThingsGetDecodesSamples(t *testing.T) {
+	tests := []struct {
+		sample string
+		want   func(testing.TB) *ThingDetails
+	}{
+		{"thing_details.json", resThingDetailsWant},
+		{"thing_details_bare.json", func(t testing.TB) *ThingDetails {
+			return &ThingDetails{Thing: Thing{
+				PhysicalID: "never-seen", Name: "Spare", Model: "TH-100", FirmwareVersion: "1.0.0",
+				CreatedAt: resTS(t, "2024-01-01T12:00:00.000Z"), UpdatedAt: resTS(t, "2024-01-01T12:00:00.000Z"),
+			}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sample, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, tt.sample)))
+			got, err := c.Things.Get(t.Context(), "AC:DE:48:00:11:22")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want(t), got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/things/AC:DE:48:00:11:22"}})
+		})
+	}
+}
+
+// The integer 2^53+1 reaches the caller exactly, and goes back exactly.
+func TestThingsCustomSettingsKeepIntegers(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+	th, err := c.Things.Get(t.Context(), "p-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := th.CustomSettings["serial"].(json.Number)
+	if !ok || n.String() != "9007199254740993" {
+		t.Fatalf("serial = %#v, want json.Number 9007199254740993", th.CustomSettings["serial"])
+	}
+	if _, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{"serial": n}}); err != nil {
+		t.Fatal(err)
+	}
+	if body := rec.all()[1].Body; body != `{"custom_settings":{"serial":9007199254740993}}` {
+		t.Errorf("update body %s, want the integer as it came", body)
+	}
+}
+
+func TestThingsGetRefusesBadIDs(t *testing.T) {
+	for _, id := range []string{"", ".", ".."} {
+		c, mt := newMockClient(t, Config{})
+		if got, err := c.Things.Get(t.Context(), id); !errors.Is(err, ErrInvalidArgument) || got != nil {
+			t.Errorf("Get(%q) = %v, %v; want nil, ErrInvalidArgument", id, got, err)
+		}
+		resNoRequest(t, mt)
+	}
+}
+
+// Update sends only the fields that are set, in the wire format, with
+// top-level Unset values replaced by the configured marker.
+func TestThingsUpdateBody(t *testing.T) {
+	seen := time.Date(2024, 5, 6, 7, 8, 9, 10_999_999, time.FixedZone("CEST", 2*3600))
+	ts := NewTimestamp(seen)
+	tests := []struct {
+		name   string
+		marker string
+		update ThingUpdate
+		body   string
+	}{
+		{"name only", "", ThingUpdate{Name: Ptr("Hall sensor")}, `{"name": "Hall sensor"}`},
+		{"empty strings are sent", "", ThingUpdate{Name: Ptr(""), FirmwareVersion: Ptr("")}, `{"name": "", "firmware_version": ""}`},
+		{"last seen in the wire format", "", ThingUpdate{LastSeen: &ts}, `{"last_seen": "2024-05-06T05:08:09.010Z"}`},
+		{"statuses as given", "", ThingUpdate{Statuses: []ThingStatus{
+			{Name: "battery", StatusValue: "80", Date: NewTimestamp(time.Date(2024, 1, 2, 3, 4, 5, 6_000_000, time.UTC))},
+			{Name: "", StatusValue: ""},
+		}}, `{"statuses": [
+			{"name": "battery", "status_value": "80", "date": "2024-01-02T03:04:05.006Z"},
+			{"name": "", "status_value": "", "date": "0001-01-01T00:00:00.000Z"}]}`},
+		{"custom settings merged and unset", "", ThingUpdate{CustomSettings: map[string]any{
+			"mode":   "eco",
+			"gone":   Unset,
+			"nested": map[string]any{"list": []any{1, "two", nil, map[string]any{"deep": true}}},
+			"big":    json.Number("9007199254740993"),
+			"null":   nil,
+		}}, `{"custom_settings": {"mode": "eco", "gone": "$ServiceUnset$",
+			"nested": {"list": [1, "two", null, {"deep": true}]}, "big": 9007199254740993, "null": null}}`},
+		{"configured marker", "__gone__", ThingUpdate{CustomSettings: map[string]any{"gone": Unset}},
+			`{"custom_settings": {"gone": "__gone__"}}`},
+		{"every field", "", ThingUpdate{
+			Name: Ptr("n"), FirmwareVersion: Ptr("2.0"), LastSeen: &ts,
+			Statuses:       []ThingStatus{{Name: "s", StatusValue: "v", Date: ts}},
+			CustomSettings: map[string]any{"k": 1.5},
+		}, `{"name": "n", "firmware_version": "2.0", "last_seen": "2024-05-06T05:08:09.010Z",
+			"statuses": [{"name": "s", "status_value": "v", "date": "2024-05-06T05:08:09.010Z"}],
+			"custom_settings": {"k": 1.5}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{UnsetMarker: tt.marker})
+			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+			got, err := c.Things.Update(t.Context(), "AC:DE:48:00:11:22", tt.update)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(resThingDetailsWant(t), got); diff != "" {
+				t.Errorf("updated Thing (-want +got):\n%s", diff)
+			}
+			resCheckRequests(t, rec.all(), []resWant{{
+				Method: "PATCH", Path: "/v2/api/management/service_connect/things/AC:DE:48:00:11:22", Body: tt.body,
+			}})
+		})
+	}
+}
+
+// The caller's map keeps its Unset values: the marker goes into a copy.
+func TestThingsUpdateLeavesCallerMapAlone(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+	settings := map[string]any{"gone": Unset, "kept": "v"}
+	if _, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: settings}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"gone": Unset, "kept": "v"}
+	if diff := cmp.Diff(want, settings, cmp.AllowUnexported(unset{})); diff != "" {
+		t.Errorf("caller's map changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestThingsUpdateEscapesID(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+	if _, err := c.Things.Update(t.Context(), "p/1 ?#%", ThingUpdate{Name: Ptr("n")}); err != nil {
+		t.Fatal(err)
+	}
+	resCheckRequests(t, rec.all(), []resWant{{
+		Method: "PATCH", Path: "/v2/api/management/service_connect/things/p%2F1%20%3F%23%25", Body: `{"name": "n"}`,
+	}})
+}
+
+// Bad updates are refused before anything is sent, the token request included.
+func TestThingsUpdateRefusesBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		id     string
+		update ThingUpdate
+	}{
+		{"empty id", "", ThingUpdate{Name: Ptr("n")}},
+		{"dot id", "..", ThingUpdate{Name: Ptr("n")}},
+		{"empty update", "p-1", ThingUpdate{}},
+		{"empty collections", "p-1", ThingUpdate{Statuses: []ThingStatus{}, CustomSettings: map[string]any{}}},
+		{"unset in a map", "p-1", ThingUpdate{CustomSettings: map[string]any{"a": map[string]any{"b": Unset}}}},
+		{"unset in a slice", "p-1", ThingUpdate{CustomSettings: map[string]any{"a": []any{1, Unset}}}},
+		{"unset deep down", "p-1", ThingUpdate{CustomSettings: map[string]any{
+			"a": []any{map[string]any{"b": []any{[]any{map[string]any{"c": Unset}}}}},
+		}}},
+		{"unset in a typed map", "p-1", ThingUpdate{CustomSettings: map[string]any{"a": map[string]unset{"b": Unset}}}},
+		{"unset in a typed slice", "p-1", ThingUpdate{CustomSettings: map[string]any{"a": [][]any{{Unset}}}}},
+		{"pointer to unset", "p-1", ThingUpdate{CustomSettings: map[string]any{"a": Ptr(Unset)}}},
+		{"not JSON", "p-1", ThingUpdate{CustomSettings: map[string]any{"a": math.NaN()}}},
+		{"a valid field does not excuse a nested unset", "p-1", ThingUpdate{
+			Name: Ptr("n"), CustomSettings: map[string]any{"ok": Unset, "a": map[string]any{"b": Unset}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			got, err := c.Things.Update(t.Context(), tt.id, tt.update)
+			if !errors.Is(err, ErrInvalidArgument) || got != nil {
+				t.Errorf("Update = %v, %v; want nil, ErrInvalidArgument", got, err)
+			}
+			resNoRequest(t, mt)
+		})
+	}
+}
+
+// A nested Unset is named where it was found.
+func TestThingsUpdateNamesNestedUnset(t *testing.T) {
+	c, _ := newMockClient(t, Config{})
+	_, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{"a": []any{0, map[string]any{"b": Unset}}}})
+	const want = `management: invalid argument: Unset is only valid as a top-level ThingUpdate.CustomSettings value, found at CustomSettings["a"][1]["b"]`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}

@@ -1,0 +1,217 @@
+package management
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// resUsersPageWant is testdata/users_page.json, field by field.
+func resUsersPageWant(t testing.TB) *Page[*User] {
+	return &Page[*User]{
+		Items: []*User{
+			{
+				ID: "u-1", Email: Ptr("ada@example.test"), FirstName: Ptr("Ada"), LastName: Ptr("Lovelace"),
+				CreatedAt: resTS(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: resTS(t, "2024-02-03T04:05:06.789Z"),
+			},
+			{
+				ID:        "u-anon",
+				CreatedAt: resTS(t, "2024-03-04T05:06:07.000Z"), UpdatedAt: resTS(t, "2024-03-04T05:06:07.001Z"),
+			},
+		},
+		NextPage: "/v2/api/management/service_connect/users?page=eyJhZnRlciI6InUtYW5vbiJ9",
+	}
+}
+
+func TestUsersListPageDecodesSample(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "users_page.json")))
+
+	got, err := c.Users.ListPage(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(resUsersPageWant(t), got); diff != "" {
+		t.Errorf("page (-want +got):\n%s", diff)
+	}
+	resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/users"}})
+}
+
+// The order parameters are sent only when asked for, in a fixed order.
+func TestUsersListPageOrderQuery(t *testing.T) {
+	tests := []struct {
+		name string
+		opts *ListOptions
+		want string
+	}{
+		{"nil options", nil, ""},
+		{"zero options", &ListOptions{}, ""},
+		{"order by", &ListOptions{OrderBy: OrderByUpdatedAt}, "order_by=updatedAt"},
+		{"direction", &ListOptions{Direction: Ascending}, "order_direction=asc"},
+		{"both", &ListOptions{OrderBy: OrderByUpdatedAt, Direction: Descending}, "order_by=updatedAt&order_direction=desc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			rec := resServe(mt, resRaw(http.StatusOK, []byte(`{"users": [], "next_page": null}`)))
+			page, err := c.Users.ListPage(t.Context(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(&Page[*User]{}, page); diff != "" {
+				t.Errorf("empty last page (-want +got):\n%s", diff)
+			}
+			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/users", Query: tt.want}})
+		})
+	}
+}
+
+func TestUsersGetDecodesSamples(t *testing.T) {
+	tests := []struct {
+		sample string
+		want   func(t testing.TB) *UserDetails
+	}{
+		{"user_details.json", func(t testing.TB) *UserDetails {
+			return &UserDetails{
+				User: User{
+					ID: "u-1", Email: Ptr("ada@example.test"), FirstName: Ptr("Ada"), LastName: Ptr("Lovelace"),
+					CreatedAt: resTS(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: resTS(t, "2024-02-03T04:05:06.789Z"),
+				},
+				TermsOfUseVersionApproved: Ptr("2.1"),
+				EmailVerificationStatus:   EmailVerified,
+				Consents: []Consent{
+					{Key: "marketing", Value: ConsentAccept, UpdatedAt: resTS(t, "2024-01-05T10:00:00.000Z")},
+					{Key: "analytics", Value: ConsentReject, UpdatedAt: resTS(t, "2024-01-06T11:30:00.500Z")},
+				},
+				CustomSettings: map[string]any{
+					"big_counter": json.Number("9007199254740993"),
+					"ratio":       json.Number("0.25"),
+					"night_mode":  true,
+					"nickname":    "ada",
+					"nothing":     nil,
+					"rooms":       []any{"kitchen", json.Number("2"), map[string]any{"floor": json.Number("1")}},
+					"schedule": map[string]any{
+						"weekdays": map[string]any{"wake": "07:00", "alarms": []any{json.Number("1"), json.Number("2")}},
+						"enabled":  false,
+					},
+				},
+				AssociatedThings: []AssociatedThing{
+					{
+						PhysicalID: "AC:DE:48:00:11:22", Name: "Kitchen sensor", Model: "TH-100", FirmwareVersion: "1.4.2",
+						LastSeenAt:      resTSPtr(t, "2024-05-06T07:08:09.010Z"),
+						AssociationData: AssociationData{AssociatedAt: resTS(t, "2024-01-03T08:00:00.000Z")},
+					},
+					{
+						PhysicalID: "never-seen", Name: "Spare", Model: "TH-100", FirmwareVersion: "1.0.0",
+						AssociationData: AssociationData{AssociatedAt: resTS(t, "2024-01-04T09:00:00.000Z")},
+					},
+				},
+			}
+		}},
+		{"user_details_anonymous.json", func(t testing.TB) *UserDetails {
+			return &UserDetails{
+				User: User{
+					ID:        "u-anon",
+					CreatedAt: resTS(t, "2024-03-04T05:06:07.000Z"), UpdatedAt: resTS(t, "2024-03-04T05:06:07.001Z"),
+				},
+				IsAnonymous:             true,
+				EmailVerificationStatus: EmailUnset,
+				Consents:                []Consent{},
+				AssociatedThings:        []AssociatedThing{},
+			}
+		}},
+		{"user_details_future.json", func(t testing.TB) *UserDetails {
+			return &UserDetails{
+				User: User{
+					ID: "u-future", Email: Ptr("grace@example.test"), FirstName: Ptr("Grace"), LastName: Ptr("Hopper"),
+					CreatedAt: resTS(t, "2024-06-01T00:00:00.000Z"), UpdatedAt: resTS(t, "2024-06-01T00:00:00.000Z"),
+				},
+				TermsOfUseVersionApproved: Ptr("3.0"),
+				EmailVerificationStatus:   "Suspended", // unknown values are kept as sent
+				Consents:                  []Consent{{Key: "research", Value: "AskLater", UpdatedAt: resTS(t, "2024-06-01T00:00:00.000Z")}},
+				CustomSettings:            map[string]any{},
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sample, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, tt.sample)))
+			got, err := c.Users.Get(t.Context(), "u-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want(t), got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/users/u-1"}})
+		})
+	}
+}
+
+// The null/empty distinctions of the wire survive: null arrays and custom
+// settings are nil, empty ones are empty.
+func TestUsersGetNullsAreNil(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_future.json")))
+	got, err := c.Users.Get(t.Context(), "u-future")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.AssociatedThings != nil || got.CustomSettings == nil {
+		t.Errorf("AssociatedThings %#v (want nil for null), CustomSettings %#v (want empty, not nil)", got.AssociatedThings, got.CustomSettings)
+	}
+	resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json")))
+	got, err = c.Users.Get(t.Context(), "u-anon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CustomSettings != nil || got.Consents == nil || got.Email != nil || got.TermsOfUseVersionApproved != nil {
+		t.Errorf("anonymous user decoded as %+v: want nil CustomSettings, Email and terms, empty Consents", got)
+	}
+}
+
+// Identifiers travel as one escaped path segment.
+func TestUsersGetEscapesID(t *testing.T) {
+	tests := []struct{ id, path string }{
+		{"u/1 ?#%", "/v2/api/management/service_connect/users/u%2F1%20%3F%23%25"},
+		{"a+b@c:d", "/v2/api/management/service_connect/users/a+b@c:d"},
+		{"...", "/v2/api/management/service_connect/users/..."},
+		{"é", "/v2/api/management/service_connect/users/%C3%A9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json")))
+			if _, err := c.Users.Get(t.Context(), tt.id); err != nil {
+				t.Fatal(err)
+			}
+			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: tt.path}})
+		})
+	}
+}
+
+func TestUsersGetRefusesBadIDs(t *testing.T) {
+	for _, id := range []string{"", ".", ".."} {
+		t.Run(id, func(t *testing.T) {
+			c, mt := newMockClient(t, Config{})
+			got, err := c.Users.Get(t.Context(), id)
+			if !errors.Is(err, ErrInvalidArgument) || got != nil {
+				t.Errorf("Get(%q) = %v, %v; want nil, ErrInvalidArgument", id, got, err)
+			}
+			resNoRequest(t, mt)
+		})
+	}
+}
+
+func TestUsersGetNotFound(t *testing.T) {
+	c, mt := newMockClient(t, Config{})
+	resServe(mt, resRaw(http.StatusNotFound, resSample(t, "error_management.json")))
+	got, err := c.Users.Get(t.Context(), "u-404")
+	if !errors.Is(err, ErrNotFound) || got != nil {
+		t.Errorf("Get = %v, %v; want nil, ErrNotFound", got, err)
+	}
+}
