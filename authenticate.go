@@ -73,8 +73,9 @@ type authenticateResponse struct {
 // An invalid token is not an error: the answer has Valid false and, when the
 // service sent one, the ClientResponse to relay. An invalid answer never
 // names a User (UserID and Role are ""), and a valid one carries no
-// ClientResponse. An answer without is_token_valid, or a valid one without a
-// user_id, is not trusted: it fails with a *DecodeError. A blank accessToken,
+// ClientResponse. An answer without is_token_valid, or a valid End User one
+// without a user_id, is not trusted: it fails with a *DecodeError. A valid
+// RoleServiceAccount answer may have an empty UserID. A blank accessToken,
 // or one that is not valid UTF-8 (JSON cannot carry it unchanged), fails with
 // ErrInvalidArgument before anything is sent; a 400 or 401 of the service is
 // an *APIError.
@@ -110,12 +111,17 @@ func (ar *authenticateResponse) verdict(op *operation, status int) (*EndUserAuth
 	if !*ar.Valid {
 		return &EndUserAuthentication{ClientResponse: ar.ClientResponse}, nil
 	}
-	if ar.UserID == nil || *ar.UserID == "" {
-		return nil, bad("valid authenticate response without user_id")
-	}
-	auth := &EndUserAuthentication{Valid: true, UserID: *ar.UserID}
+	auth := &EndUserAuthentication{Valid: true}
 	if ar.Role != nil {
 		auth.Role = Role(*ar.Role)
+	}
+	if ar.UserID != nil {
+		auth.UserID = *ar.UserID
+	}
+	// An End User (or an answer without a role) must be named; a
+	// SERVICE_ACCOUNT answer may carry no user_id, and is refused by role.
+	if auth.UserID == "" && (auth.Role == "" || auth.Role == RoleAppUser) {
+		return nil, bad("valid authenticate response without user_id")
 	}
 	return auth, nil
 }

@@ -80,6 +80,9 @@ func TestAuthenticateAnswers(t *testing.T) {
 			&EndUserAuthentication{Valid: true, UserID: "u-1", Role: RoleAppUser}},
 		{"valid SERVICE_ACCOUNT", authnValid("sa-1", RoleServiceAccount),
 			&EndUserAuthentication{Valid: true, UserID: "sa-1", Role: RoleServiceAccount}},
+		{"valid SERVICE_ACCOUNT without user_id",
+			map[string]any{"is_token_valid": true, "user_id": nil, "user_role": "SERVICE_ACCOUNT"},
+			&EndUserAuthentication{Valid: true, Role: RoleServiceAccount}},
 		{"invalid", authnInvalid(),
 			&EndUserAuthentication{ClientResponse: clientResponse}},
 		{"invalid without to_client_response", map[string]any{"is_token_valid": false},
@@ -114,6 +117,7 @@ func TestAuthenticateUntrustedAnswers(t *testing.T) {
 		"null":                    `null`,
 		"valid without user_id":   `{"is_token_valid":true,"user_id":null,"user_role":"APPUSER"}`,
 		"valid with empty userid": `{"is_token_valid":true,"user_id":"","user_role":"APPUSER"}`,
+		"valid without any name":  `{"is_token_valid":true,"user_id":null,"user_role":null}`,
 		"not JSON":                `<html>`,
 		"wrong type":              `{"is_token_valid":"yes"}`,
 	} {
