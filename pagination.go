@@ -34,6 +34,12 @@ type ListOptions struct {
 	// NextPage resumes from a link returned in Page.NextPage. The link
 	// carries its own order, so it cannot be combined with OrderBy or Direction.
 	NextPage string
+	// Prefetch makes List fetch the next page while the loop works on the
+	// current one, so a loop that spends time on each page waits less for
+	// the network. It holds one more page in memory, and a loop that stops
+	// early may have fetched a page it never sees (the fetch is cancelled).
+	// ListPage ignores it.
+	Prefetch bool
 }
 
 // Page is one page of a list.
@@ -79,39 +85,84 @@ func (l list[W, T]) page(ctx context.Context, opts *ListOptions) (*Page[*T], err
 
 // all iterates over every item, following next_page links. The options are
 // copied now; every range over the result starts again from the first page
-// (or the copied NextPage).
+// (or the copied NextPage). With o.Prefetch, page n+1 is fetched while the
+// loop works on page n; however the loop ends, that fetch is cancelled and
+// waited for, so no goroutine outlives the range.
 func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, error] {
 	var o ListOptions
 	if opts != nil {
 		o = *opts
 	}
 	return func(yield func(*T, error) bool) {
+		ctx := ctx // each range derives its own, below
 		op, err := l.firstOperation(&o)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
+		var ahead <-chan pageResult[T] // the prefetch under way, if any
+		if o.Prefetch {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer func() {
+				cancel()
+				if ahead != nil {
+					<-ahead
+				}
+			}()
+		}
 		seen := map[string]struct{}{l.visitKey(op): {}}
+		cur := l.fetchResult(ctx, op)
 		for n := 1; ; n++ {
-			items, next, err := l.fetch(ctx, op)
-			if err != nil {
-				yield(nil, l.pageError(n, err))
+			if cur.err != nil {
+				yield(nil, l.pageError(n, cur.err))
 				return
 			}
-			for i := range items {
-				if !yield(&items[i], nil) {
+			var next *operation
+			var linkErr error
+			if cur.next != "" {
+				next, linkErr = l.follow(cur.next, seen)
+			}
+			if o.Prefetch && next != nil {
+				ahead = l.fetchAhead(ctx, next)
+			}
+			for i := range cur.items {
+				if !yield(&cur.items[i], nil) {
 					return
 				}
 			}
-			if next == "" {
+			switch {
+			case linkErr != nil:
+				yield(nil, l.pageError(n+1, linkErr))
 				return
-			}
-			if op, err = l.follow(next, seen); err != nil {
-				yield(nil, l.pageError(n+1, err))
+			case next == nil:
 				return
+			case ahead != nil:
+				cur, ahead = <-ahead, nil
+			default:
+				cur = l.fetchResult(ctx, next)
 			}
 		}
 	}
+}
+
+// pageResult is one fetched page, or why it could not be fetched.
+type pageResult[T any] struct {
+	items []T
+	next  string
+	err   error
+}
+
+func (l list[W, T]) fetchResult(ctx context.Context, op *operation) pageResult[T] {
+	items, next, err := l.fetch(ctx, op)
+	return pageResult[T]{items: items, next: next, err: err}
+}
+
+// fetchAhead fetches a page in the background; the channel delivers it.
+func (l list[W, T]) fetchAhead(ctx context.Context, op *operation) <-chan pageResult[T] {
+	ch := make(chan pageResult[T], 1)
+	go func() { ch <- l.fetchResult(ctx, op) }()
+	return ch
 }
 
 // firstOperation checks opts and returns the request of the first page:
