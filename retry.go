@@ -25,14 +25,29 @@ import (
 
 // exchange is the state of one call through the retry layer. Its methods are
 // the retryablehttp hooks; they run on the caller's goroutine, one at a time.
+// Exchanges are pooled per Client (see Client.newExchange); start and done
+// bracket each use.
 type exchange struct {
-	ctx      context.Context // the caller's, for log records; lives only as long as the call
+	rc retryablehttp.Client // hooks bound to this exchange
+
+	ctx      context.Context // the caller's, for log records; held only during the call
 	client   *Client
 	op       *operation
 	path     string // for logs and errors
 	token    *Token // the management token the last attempt carried
 	attempts int
 	wait     time.Duration // chosen by checkRetry, taken by backoff
+}
+
+func (x *exchange) start(ctx context.Context, op *operation, tok *Token) {
+	x.ctx, x.op, x.token = ctx, op, tok
+	x.path = op.logPath(x.client.prefix)
+}
+
+// done clears what the call held and returns x to its Client's pool.
+func (x *exchange) done() {
+	x.ctx, x.op, x.token, x.path, x.attempts, x.wait = nil, nil, nil, "", 0, 0
+	x.client.exchanges.Put(x)
 }
 
 func (x *exchange) logAttempt(_ retryablehttp.Logger, _ *http.Request, n int) {
