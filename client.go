@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -135,8 +136,9 @@ type Client struct {
 	// Things lists, reads and updates Things.
 	Things *ThingsService
 
-	baseURL     string // scheme://host[:port][/path], no trailing slash
-	basePath    string // the path of baseURL, for checking next_page links
+	base        *url.URL // Config.BaseURL, parsed
+	baseURL     string   // scheme://host[:port][/path], no trailing slash
+	basePath    string   // the path of baseURL, for checking next_page links
 	prefix      string
 	tokens      TokenSource
 	invalidator interface{ Invalidate(*Token) } // nil when tokens cannot drop a refused token
@@ -154,7 +156,8 @@ type Client struct {
 	jsonHeader      []string
 	userAgentHeader []string
 
-	exchanges sync.Pool // of *exchange, see newExchange
+	exchanges sync.Pool                  // of *exchange, see newExchange
+	lastAuth  atomic.Pointer[authHeader] // see authorization
 }
 
 // NewClient validates cfg and returns a Client. It sends nothing: the first
@@ -177,6 +180,7 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
 	}
 	c := &Client{
+		base:        base,
 		baseURL:     strings.TrimSuffix(base.String(), "/"),
 		basePath:    strings.TrimSuffix(base.EscapedPath(), "/"),
 		prefix:      strings.TrimSuffix(cmpOr(cfg.PathPrefix, defaultPathPrefix), "/"),
@@ -303,6 +307,9 @@ func (c *Client) url(op *operation) string {
 // 401, drops it and replays op once with a fresh token (op.body is a []byte,
 // so the replay is exact). It returns the final status.
 func (c *Client) do(ctx context.Context, op *operation, out any) (int, error) {
+	x := c.exchanges.Get().(*exchange)
+	defer x.done()
+	x.start(ctx, op)
 	for replay := true; ; replay = false {
 		var tok *Token
 		if op.tokenAuth == "" {
@@ -311,35 +318,71 @@ func (c *Client) do(ctx context.Context, op *operation, out any) (int, error) {
 				return 0, err
 			}
 		}
-		resp, sent, err := c.send(ctx, op, tok)
+		resp, err := x.send(tok)
 		if err != nil {
 			return 0, err
 		}
 		if resp.StatusCode == http.StatusUnauthorized && op.tokenAuth == "" && replay && c.invalidator != nil {
 			discard(resp.Body)
-			c.invalidator.Invalidate(sent)
+			c.invalidator.Invalidate(x.token)
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "management: token refused, replaying with a new token",
-				slog.String("method", op.method), slog.String("path", op.path))
+				slog.String("method", op.method), slog.String("path", x.path))
 			continue
 		}
-		return resp.StatusCode, c.readResponse(op, resp, out)
+		return resp.StatusCode, x.readResponse(resp, out)
 	}
+}
+
+// send makes the HTTP exchange of x.op through the retry layer, carrying
+// tok (nil for the token endpoint), and returns the final response.
+// x.token is then the token the last attempt carried.
+func (x *exchange) send(tok *Token) (*http.Response, error) {
+	c, op := x.client, &x.op
+	x.token, x.attempts, x.wait = tok, 0, 0
+	var body any
+	if op.body != nil {
+		body = op.body
+	}
+	req, err := retryablehttp.NewRequestWithContext(x.ctx, op.method, c.url(op), body)
+	if err != nil {
+		return nil, &TransportError{Method: op.method, Path: x.path, Err: withoutURL(err)}
+	}
+	h := req.Header
+	if op.tokenAuth != "" {
+		h["Authorization"] = []string{op.tokenAuth}
+	} else {
+		h["Authorization"] = c.authorization(tok)
+	}
+	h["Content-Type"] = c.jsonHeader
+	h["Accept"] = c.jsonHeader
+	h["User-Agent"] = c.userAgentHeader
+
+	resp, err := x.rc.Do(req)
+	if err != nil {
+		// retryablehttp returns a bare context error when the context ends
+		// during a wait; name the operation in it like every other failure.
+		if _, ours := err.(*TransportError); !ours {
+			err = &TransportError{Method: op.method, Path: x.path, Attempts: x.attempts, Err: withoutURL(err)}
+		}
+		return nil, err
+	}
+	return resp, nil
 }
 
 // readResponse decodes a 2xx body into out, or maps any other answer to an
 // *APIError or *TokenError. It always closes the body.
-func (c *Client) readResponse(op *operation, resp *http.Response, out any) error {
+func (x *exchange) readResponse(resp *http.Response, out any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
-		return op.errorFor(c.prefix, resp.StatusCode, body)
+		return x.op.errorFor(x.client.prefix, resp.StatusCode, body)
 	}
-	lr := &io.LimitedReader{R: resp.Body, N: c.maxBody + 1}
+	x.body = io.LimitedReader{R: resp.Body, N: x.client.maxBody + 1}
 	if out == nil {
-		_, err := io.Copy(io.Discard, lr)
-		return c.checkBody(op, resp, lr, err)
+		_, err := io.Copy(io.Discard, &x.body)
+		return x.checkBody(resp.StatusCode, err)
 	}
-	dec := json.NewDecoder(lr)
+	dec := json.NewDecoder(&x.body)
 	dec.UseNumber()
 	err := dec.Decode(out)
 	if err == nil {
@@ -351,17 +394,17 @@ func (c *Client) readResponse(op *operation, resp *http.Response, out any) error
 	if err == io.EOF {
 		err = errors.New("empty body")
 	}
-	return c.checkBody(op, resp, lr, err)
+	return x.checkBody(resp.StatusCode, err)
 }
 
-func (c *Client) checkBody(op *operation, resp *http.Response, lr *io.LimitedReader, err error) error {
-	if lr.N <= 0 {
-		err = fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, c.maxBody)
+func (x *exchange) checkBody(status int, err error) error {
+	if x.body.N <= 0 {
+		err = fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, x.client.maxBody)
 	}
 	if err == nil {
 		return nil
 	}
-	return &DecodeError{Method: op.method, Path: op.logPath(c.prefix), StatusCode: resp.StatusCode, Err: err}
+	return &DecodeError{Method: x.op.method, Path: x.path, StatusCode: status, Err: err}
 }
 
 // discard reads what is left of a body (to reuse the connection) and closes it.
@@ -383,41 +426,24 @@ func (op *operation) logPath(prefix string) string {
 	return p
 }
 
-// send makes the HTTP exchange of op through the retry layer and returns
-// the final response and the token it carried last.
-func (c *Client) send(ctx context.Context, op *operation, tok *Token) (*http.Response, *Token, error) {
-	x := c.exchanges.Get().(*exchange)
-	x.start(ctx, op, tok)
-	defer x.done()
+// authHeader is the Authorization header value of one token.
+type authHeader struct {
+	tok         *Token
+	tokenType   string
+	accessToken string
+	values      []string
+}
 
-	var body any
-	if op.body != nil {
-		body = op.body
+// authorization returns the Authorization header that carries tok. The
+// last one is kept, so a token used for many requests is formatted once; a
+// TokenSource that changes a Token in place still gets a fresh header.
+func (c *Client) authorization(tok *Token) []string {
+	if a := c.lastAuth.Load(); a != nil && a.tok == tok && a.accessToken == tok.AccessToken && a.tokenType == tok.TokenType {
+		return a.values
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, op.method, c.url(op), body)
-	if err != nil {
-		return nil, nil, &TransportError{Method: op.method, Path: x.path, Err: withoutURL(err)}
-	}
-	h := req.Header
-	if op.tokenAuth != "" {
-		h["Authorization"] = []string{op.tokenAuth}
-	} else {
-		h["Authorization"] = []string{tok.header()}
-	}
-	h["Content-Type"] = c.jsonHeader
-	h["Accept"] = c.jsonHeader
-	h["User-Agent"] = c.userAgentHeader
-
-	resp, err := x.rc.Do(req)
-	if err != nil {
-		// retryablehttp returns a bare context error when the context ends
-		// during a wait; name the operation in it like every other failure.
-		if _, ours := err.(*TransportError); !ours {
-			err = &TransportError{Method: op.method, Path: x.path, Attempts: x.attempts, Err: withoutURL(err)}
-		}
-		return nil, nil, err
-	}
-	return resp, x.token, nil
+	a := &authHeader{tok: tok, tokenType: tok.TokenType, accessToken: tok.AccessToken, values: []string{tok.header()}}
+	c.lastAuth.Store(a)
+	return a.values
 }
 
 // newExchange makes an exchange for c's pool. Its retryablehttp.Client has

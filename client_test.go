@@ -196,3 +196,29 @@ func TestTokenSourceReplacesClientCredentials(t *testing.T) {
 		t.Errorf("token endpoint called %d times; want 0", n)
 	}
 }
+
+// mutatingSource returns one *Token whose fields it changes in place, as a
+// hand-written TokenSource might.
+type mutatingSource struct{ tok Token }
+
+func (s *mutatingSource) Token(context.Context) (*Token, error) { return &s.tok, nil }
+
+func TestAuthorizationFollowsATokenChangedInPlace(t *testing.T) {
+	src := &mutatingSource{tok: Token{AccessToken: "first", TokenType: "Bearer"}}
+	c, mt := newMockClient(t, Config{TokenSource: src})
+	var rec recorder
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(jsonResponder(200, map[string]any{})))
+	for _, access := range []string{"first", "first", "second"} {
+		src.tok.AccessToken = access
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range rec.all() {
+		got = append(got, r.Header.Get("Authorization"))
+	}
+	if diff := cmp.Diff([]string{"Bearer first", "Bearer first", "Bearer second"}, got); diff != "" {
+		t.Errorf("Authorization per call (-want +got):\n%s", diff)
+	}
+}

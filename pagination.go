@@ -3,6 +3,7 @@ package management
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"net/http"
 	"net/url"
@@ -111,7 +112,7 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 				}
 			}()
 		}
-		seen := map[string]struct{}{l.visitKey(op): {}}
+		seen := newVisited(l.visitKey(op))
 		cur := l.fetchResult(ctx, op)
 		for n := 1; ; n++ {
 			if cur.err != nil {
@@ -186,7 +187,7 @@ func (l list[W, T]) firstOperation(opts *ListOptions) (*operation, error) {
 		if o.OrderBy != "" || o.Direction != "" {
 			return nil, fmt.Errorf("%w: ListOptions.NextPage cannot be combined with OrderBy or Direction (the link carries its own order)", ErrInvalidArgument)
 		}
-		if err := checkPageLink(l.client.baseURL, l.client.basePath, o.NextPage); err != nil {
+		if err := l.client.checkPageLink(o.NextPage); err != nil {
 			return nil, fmt.Errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
 		}
 		return &operation{method: http.MethodGet, link: o.NextPage}, nil
@@ -222,15 +223,40 @@ func (l list[W, T]) fetch(ctx context.Context, op *operation) ([]T, string, erro
 
 // follow checks a next_page link, refuses one already followed in this run
 // (the listing would never end), records it and returns its request.
-func (l list[W, T]) follow(link string, seen map[string]struct{}) (*operation, error) {
-	if err := checkPageLink(l.client.baseURL, l.client.basePath, link); err != nil {
+func (l list[W, T]) follow(link string, seen *visited) (*operation, error) {
+	if err := l.client.checkPageLink(link); err != nil {
 		return nil, err
 	}
-	if _, ok := seen[link]; ok {
+	if !seen.add(link) {
 		return nil, fmt.Errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
 	}
-	seen[link] = struct{}{}
 	return &operation{method: http.MethodGet, link: link}, nil
+}
+
+// visited is the set of links a listing has requested. It keeps a 64-bit
+// hash of each rather than the link, so that ranging over a million Users
+// holds kilobytes, not the links' megabytes; two different links sharing a
+// hash (odds of 2^-64 a pair, with a seed of its own per listing) would end
+// the listing with an error, never make it loop.
+type visited struct {
+	seed   maphash.Seed
+	hashes map[uint64]struct{}
+}
+
+func newVisited(first string) *visited {
+	v := &visited{seed: maphash.MakeSeed(), hashes: map[uint64]struct{}{}}
+	v.add(first)
+	return v
+}
+
+// add records link and reports whether it was new.
+func (v *visited) add(link string) bool {
+	h := maphash.String(v.seed, link)
+	if _, ok := v.hashes[h]; ok {
+		return false
+	}
+	v.hashes[h] = struct{}{}
+	return true
 }
 
 // visitKey is what op requests, below the base URL, in the form of a
@@ -255,22 +281,18 @@ func (l list[W, T]) pageError(n int, err error) error {
 }
 
 // checkPageLink reports whether link, a next_page value, may be requested
-// as baseURL+link (baseURL has no trailing slash; basePath is its escaped
-// path). The service's links are a path plus a query, appended to the base
+// as c.baseURL+link. The service's links are a path plus a query, appended to the base
 // URL as they stand; anything that could reach another host or scheme,
 // climb out of the base path, or be re-encoded on the way is refused, so
 // that our Authorization header only ever travels where it belongs.
-func checkPageLink(baseURL, basePath, link string) error {
+func (c *Client) checkPageLink(link string) error {
 	if problem := linkProblem(link); problem != "" {
 		return fmt.Errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
 	}
 	// Belt and braces: parse what would be requested and check it is the
 	// base URL's scheme and host, under its path, with the link unchanged.
-	base, err := url.Parse(baseURL)
-	if err != nil {
-		return fmt.Errorf("%w: the base URL does not parse", ErrInvalidPageLink)
-	}
-	u, err := url.Parse(baseURL + link)
+	base, basePath := c.base, c.basePath
+	u, err := url.Parse(c.baseURL + link)
 	linkPath, linkQuery, _ := strings.Cut(link, "?")
 	switch {
 	case err != nil:

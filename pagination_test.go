@@ -489,7 +489,7 @@ func TestCheckPageLink(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, _ := newMockClient(t, Config{BaseURL: tt.base})
-		err := checkPageLink(c.baseURL, c.basePath, tt.link)
+		err := c.checkPageLink(tt.link)
 		if (err == nil) != tt.ok || err != nil && !errors.Is(err, ErrInvalidPageLink) {
 			t.Errorf("checkPageLink(%q, %q) = %v, want ok %t", tt.base, tt.link, err, tt.ok)
 		}
@@ -521,7 +521,7 @@ func FuzzPageLink(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, link string) {
 		for _, b := range bases {
-			if checkPageLink(b.c.baseURL, b.c.basePath, link) != nil {
+			if b.c.checkPageLink(link) != nil {
 				continue
 			}
 			full := b.c.baseURL + link

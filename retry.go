@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -30,23 +31,24 @@ import (
 type exchange struct {
 	rc retryablehttp.Client // hooks bound to this exchange
 
-	ctx      context.Context // the caller's, for log records; held only during the call
+	ctx      context.Context // the caller's; held only during the call
 	client   *Client
-	op       *operation
-	path     string // for logs and errors
+	op       operation // a copy, so that the caller's does not escape
+	path     string    // for logs and errors
+	body     io.LimitedReader
 	token    *Token // the management token the last attempt carried
 	attempts int
 	wait     time.Duration // chosen by checkRetry, taken by backoff
 }
 
-func (x *exchange) start(ctx context.Context, op *operation, tok *Token) {
-	x.ctx, x.op, x.token = ctx, op, tok
+func (x *exchange) start(ctx context.Context, op *operation) {
+	x.ctx, x.op = ctx, *op
 	x.path = op.logPath(x.client.prefix)
 }
 
 // done clears what the call held and returns x to its Client's pool.
 func (x *exchange) done() {
-	x.ctx, x.op, x.token, x.path, x.attempts, x.wait = nil, nil, nil, "", 0, 0
+	x.ctx, x.op, x.token, x.path, x.body = nil, operation{}, nil, "", io.LimitedReader{}
 	x.client.exchanges.Put(x)
 }
 
