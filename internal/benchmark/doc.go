@@ -1,0 +1,38 @@
+// Package benchmark measures what the management SDK costs over the wire it
+// speaks. It holds only tests and benchmarks; nothing imports it.
+//
+// Every benchmark runs the SDK (impl=sdk) and a hand-written baseline
+// (impl=baseline: net/http and encoding/json, the same requests and headers,
+// one token fetched up front, bodies decoded into equivalent structs with
+// time.Time timestamps and json.Number custom settings) against the same
+// loopback server (httptest, 127.0.0.1) in the same process. The server
+// answers from pre-encoded bodies, so its own cost is small and the same for
+// both sides; allocs/op counts the server's allocations too, equally.
+// The sub-benchmark names pair under benchstat -col /impl.
+//
+//   - BenchmarkUsersGet: one GET /users/{id} round trip, a SingleUser of
+//     about 1.5 KB with consents, custom settings and associated Things.
+//   - BenchmarkUsersList: ranging over every User of a generated data set
+//     in pages of 100, following next_page links; ns/user is the time per
+//     User. users=10000 always; users=100000 only with BENCH_LARGE=1 or a
+//     -bench pattern that names it (for example
+//     -bench 'UsersList/users=100000').
+//   - BenchmarkTokenStorm: 1 000 goroutines calling Users.Get at once on a
+//     cold client (token=cold) and on a client whose 1 s token has just
+//     expired (token=expired). token-reqs/op must be 1 and failures/op 0 for
+//     the SDK; the baseline never fetches a token. Expired clients are warmed
+//     32 at a time and their lifetime slept out once per batch, outside the
+//     timer. TestTokenStorm asserts the counts in every `go test` run.
+//   - BenchmarkAuthenticatorCheck: Authenticator.Check of one End User token
+//     with the cache on (warm; calls/op must be 0) and off (one POST
+//     /authenticate per check). The baseline's cache is a map under a mutex.
+//   - BenchmarkListHeap: heap-bytes is the most heap a range over every User
+//     holds: HeapInuse after runtime.GC at each page boundary, less HeapInuse
+//     after runtime.GC before the range (the server's pre-encoded pages are
+//     left out). It must not grow with the number of pages; TestListHeapFlat
+//     asserts that 100 000 Users hold less than twice what 10 000 hold. The
+//     time of this benchmark is the GCs' and means nothing.
+//
+// scripts/bench.sh runs them all with -count 6 and prints SDK against
+// baseline with benchstat.
+package benchmark

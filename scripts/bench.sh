@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs the SDK-against-baseline benchmarks of internal/benchmark and prints
+# them side by side with benchstat: one column per implementation, the
+# baseline first, so the SDK column's "vs base" is its difference from the
+# baseline; a last table gives the ratios of the medians.
+#
+#   bash scripts/bench.sh                       # every benchmark, 6 rounds
+#   COUNT=10 bash scripts/bench.sh              # more rounds, steadier medians
+#   BENCH=UsersGet bash scripts/bench.sh        # one benchmark
+#   BENCH_LARGE=1 bash scripts/bench.sh         # also range over 100 000 Users
+#   bash scripts/bench.sh -test.cpu 1           # extra flags go to the test binary
+#
+# The rounds run the whole suite one after the other (rather than go test
+# -count, which repeats each benchmark back to back), so that a burst of
+# load on the machine hits both implementations alike.
+#
+# Environment: COUNT (rounds, default 6), BENCH (a -bench pattern, default
+# .), BENCHTIME (default 1s), OUT (where the raw output is saved; default a
+# new file under ${TMPDIR:-/tmp}). benchstat is fetched at a pinned version
+# by `go run`; it is not a dependency of the module.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+benchstat=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+count=${COUNT:-6}
+pattern=${BENCH:-.}
+benchtime=${BENCHTIME:-1s}
+out=${OUT:-$(mktemp "${TMPDIR:-/tmp}/management-bench.XXXXXX")}
+bindir=$(mktemp -d)
+trap 'rm -rf "$bindir"' EXIT
+
+go test -c -o "$bindir/benchmark.test" ./internal/benchmark/
+: >"$out"
+for round in $(seq "$count"); do
+	echo "round $round of $count: -bench '$pattern' -benchtime $benchtime $*" >&2
+	"$bindir/benchmark.test" -test.run '^$' -test.bench "$pattern" -test.benchtime "$benchtime" \
+		-test.benchmem "$@" | tee -a "$out"
+done
+echo "raw output saved in $out" >&2
+echo
+go run "$benchstat" -col '/impl@(baseline sdk)' "$out"
+
+# The same medians as plain ratios, SDK over baseline, one line per
+# benchmark and unit.
+echo
+echo "SDK / baseline (medians of $count rounds)"
+go run "$benchstat" -format csv -col '/impl@(baseline sdk)' "$out" 2>/dev/null | awk -F, '
+	$1 == "" && $2 != "" && $2 != "baseline" { unit = $2; next }
+	unit == "" || $1 == "" || $1 == "geomean" || NF < 4 { next }
+	!printed++ { printf "%-52s %-14s %14s %14s %8s\n", "benchmark", "unit", "baseline", "sdk", "ratio" }
+	{
+		ratio = ($2 + 0 != 0 && $4 != "") ? sprintf("%.3f", $4 / $2) : "-"
+		printf "%-52s %-14s %14.6g %14.6g %8s\n", $1, unit, $2, $4, ratio
+	}'
