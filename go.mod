@@ -3,9 +3,10 @@ module github.com/serviceconnect/management
 go 1.25
 
 require (
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
-	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	github.com/jarcoal/httpmock v1.4.2 // indirect
+	github.com/google/go-cmp v0.7.0
+	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/jarcoal/httpmock v1.4.2
 )
+
+require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
