@@ -194,12 +194,12 @@ type tokenResponse struct {
 }
 
 // grantBody is the token request's body; the grant is always client credentials.
-var grantBody = []byte(`{"grant_type":"client_credentials"}`)
+const grantBody = `{"grant_type":"client_credentials"}`
 
 // requestToken makes the client-credentials request (RFC 6749 section 4.4,
 // with the JSON body the service requires).
 func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, time.Duration, error) {
-	op := &operation{method: "POST", path: "/auth/token", body: grantBody, tokenAuth: basicAuth}
+	op := &operation{method: "POST", path: "/auth/token", body: []byte(grantBody), tokenAuth: basicAuth}
 	var tr tokenResponse
 	status, err := c.do(ctx, op, &tr)
 	if err != nil {

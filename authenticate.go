@@ -1,6 +1,7 @@
 package management
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -232,7 +233,7 @@ type authCall struct {
 }
 
 func (a *Authenticator) init() {
-	a.validTTL = cmpOr(a.CacheTTL, defaultAuthCacheTTL)
+	a.validTTL = cmp.Or(a.CacheTTL, defaultAuthCacheTTL)
 	a.invalidTTL = min(a.validTTL, maxInvalidTTL)
 	a.inflight = make(map[[sha256.Size]byte]*authCall)
 	if a.validTTL < 0 {

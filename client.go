@@ -1,6 +1,7 @@
 package management
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,7 +145,6 @@ type Client struct {
 	invalidator interface{ Invalidate(*Token) } // nil when tokens cannot drop a refused token
 	httpClient  *http.Client
 	logger      *slog.Logger
-	userAgent   string
 	maxRetries  int
 	waitMin     time.Duration
 	waitMax     time.Duration
@@ -183,19 +183,18 @@ func NewClient(cfg Config) (*Client, error) {
 		base:        base,
 		baseURL:     strings.TrimSuffix(base.String(), "/"),
 		basePath:    strings.TrimSuffix(base.EscapedPath(), "/"),
-		prefix:      strings.TrimSuffix(cmpOr(cfg.PathPrefix, defaultPathPrefix), "/"),
+		prefix:      strings.TrimSuffix(cmp.Or(cfg.PathPrefix, defaultPathPrefix), "/"),
 		httpClient:  cfg.HTTPClient,
 		logger:      cfg.Logger,
-		userAgent:   strings.TrimSpace(cfg.UserAgent + " management-go/" + Version),
 		maxRetries:  cfg.MaxRetries,
-		waitMin:     cmpOr(cfg.RetryWaitMin, defaultRetryWaitMin),
-		waitMax:     cmpOr(cfg.RetryWaitMax, defaultRetryWaitMax),
-		unsetMarker: cmpOr(cfg.UnsetMarker, defaultUnsetMarker),
-		maxBody:     cmpOr(cfg.MaxResponseBytes, defaultMaxResponseBytes),
+		waitMin:     cmp.Or(cfg.RetryWaitMin, defaultRetryWaitMin),
+		waitMax:     cmp.Or(cfg.RetryWaitMax, defaultRetryWaitMax),
+		unsetMarker: cmp.Or(cfg.UnsetMarker, defaultUnsetMarker),
+		maxBody:     cmp.Or(cfg.MaxResponseBytes, defaultMaxResponseBytes),
 	}
 	c.exchanges.New = c.newExchange
 	c.jsonHeader = []string{"application/json"}
-	c.userAgentHeader = []string{c.userAgent}
+	c.userAgentHeader = []string{strings.TrimSpace(cfg.UserAgent + " management-go/" + Version)}
 	if c.waitMin > c.waitMax {
 		return nil, fmt.Errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
 	}
@@ -230,14 +229,6 @@ func (c *Client) String() string {
 
 // GoString is String, so that %#v shows no credentials either.
 func (c *Client) GoString() string { return c.String() }
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
 
 // newHTTPClient returns a client with its own pool, sized for an SDK that
 // many goroutines share (net/http keeps only 2 idle connections per host).
