@@ -106,17 +106,20 @@ func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCac
 	}
 }
 
-// Token returns the cached token, or waits for a new one when it is missing
-// or due for refresh. The request runs detached from ctx, so a caller that
-// gives up does not fail the others; each caller waits only as long as its
-// own ctx allows. When a refresh fails but the cached token has not expired,
-// the cached token is returned.
+// Token returns the cached token. Once the token is due for refresh, the
+// first call starts one token request; until it completes, callers keep
+// getting the current token while it has not expired, so a refresh neither
+// delays them nor fails them. Without a valid token, callers wait for the
+// request, each only as long as its own ctx allows; the request runs
+// detached from ctx, so a caller that gives up does not fail the others.
+// When a refresh fails, the current token is used until it expires.
 func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
+	now := time.Now()
 	s.mu.Lock()
-	if s.tok != nil && time.Now().Before(s.refreshAt) {
-		tok := s.tok
+	cur := s.tok
+	if cur != nil && now.Before(s.refreshAt) {
 		s.mu.Unlock()
-		return tok, nil
+		return cur, nil
 	}
 	f := s.inflight
 	if f == nil {
@@ -125,24 +128,16 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 		go s.fetch(context.WithoutCancel(ctx), f)
 	}
 	s.mu.Unlock()
+	if cur != nil && !cur.expired(now) {
+		return cur, nil
+	}
 
 	select {
 	case <-f.done:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("management: waiting for a token: %w", ctx.Err())
 	}
-	if f.err == nil {
-		return f.tok, nil
-	}
-	s.mu.Lock()
-	cur := s.tok
-	s.mu.Unlock()
-	if cur != nil && !cur.expired(time.Now()) {
-		s.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token",
-			slog.String("error", f.err.Error()))
-		return cur, nil
-	}
-	return nil, f.err
+	return f.tok, f.err
 }
 
 func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
@@ -152,9 +147,13 @@ func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err == nil {
+	switch {
+	case err == nil:
 		s.tok = tok
 		s.refreshAt = tok.Expiry.Add(-refreshMargin(s.margin, lifetime))
+	case s.tok != nil && !s.tok.expired(time.Now()):
+		s.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token until it expires",
+			slog.String("error", err.Error()))
 	}
 	f.tok, f.err = tok, err
 	s.inflight = nil

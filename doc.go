@@ -21,7 +21,8 @@
 // The Client exchanges its client id and secret for a short-lived management
 // token (the client-credentials flow), caches it, and refreshes it shortly
 // before it expires. However many goroutines need a token at once, one token
-// request is made. When the service answers 401 AUTH.UNAUTHORIZED the Client
+// request is made, and while it is under way calls keep using the current,
+// unexpired token. When the service answers 401 AUTH.UNAUTHORIZED the Client
 // drops the token, fetches a new one and replays the request once. To manage
 // tokens yourself, set Config.TokenSource.
 //

@@ -208,7 +208,7 @@ func TestRetryCarriesRefreshedToken(t *testing.T) {
 		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(530 * time.Second) // 10 s before the refresh point
+		time.Sleep(585 * time.Second) // due for refresh; the retry at 605 s comes after tok-1 expired
 		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", rec.respond(
 			httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"20"}}).Once().
 				Then(httpmock.NewStringResponder(200, "{}"))))
@@ -217,7 +217,7 @@ func TestRetryCarriesRefreshedToken(t *testing.T) {
 		}
 		reqs := rec.all()
 		if got := []string{reqs[1].Header.Get("Authorization"), reqs[2].Header.Get("Authorization")}; got[0] != "Bearer tok-1" || got[1] != "Bearer tok-2" {
-			t.Errorf("attempt tokens = %v; want the retry to carry the refreshed token", got)
+			t.Errorf("attempt tokens = %v; want the retry to carry the refreshed token, not the expired one", got)
 		}
 	})
 }

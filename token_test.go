@@ -183,13 +183,44 @@ func TestTokenRefreshedBeforeExpiry(t *testing.T) {
 		if expired.Load() != 0 {
 			t.Errorf("server saw %d expired tokens, want 0", expired.Load())
 		}
-		// Default margin is a tenth of the lifetime: a token is refreshed by
-		// the first call 540 s or more after it was issued (at 0, 590, 1180, 1770 s).
+		// Default margin is a tenth of the lifetime: the first call 540 s or
+		// more after a token was issued starts a refresh (at 0, 590, 1180,
+		// 1770 s) and still carries the current token, which has not expired.
 		if ti.issued != 4 {
 			t.Errorf("tokens issued = %d, want 4", ti.issued)
 		}
-		if seen[9] != "tok-1" || seen[10] != "tok-2" {
-			t.Errorf("token at 531 s = %s, at 590 s = %s; want tok-1 then a refresh", seen[9], seen[10])
+		if seen[10] != "tok-1" || seen[11] != "tok-2" {
+			t.Errorf("token at 590 s = %s, at 649 s = %s; want tok-1 while refreshing, then tok-2", seen[10], seen[11])
+		}
+	})
+}
+
+func TestRefreshDoesNotDelayCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := newMockClient(t, Config{})
+		ti := &tokenIssuer{lifetime: 600 * time.Second, delay: 5 * time.Second}
+		var expired atomic.Int32
+		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil { // cold: waits 5 s
+			t.Fatal(err)
+		}
+		time.Sleep(560 * time.Second) // due for refresh (at 545 s), valid until 605 s
+		short, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		out, _, err := getRaw(short, c, "/users", "")
+		if err != nil || out["token"] != "tok-1" || time.Since(start) != 0 {
+			t.Fatalf("during a slow refresh: %v, %v after %v; want tok-1 at once", out, err, time.Since(start))
+		}
+		time.Sleep(6 * time.Second) // the refresh has completed
+		out, _, err = getRaw(context.Background(), c, "/users", "")
+		ti.mu.Lock()
+		issued := ti.issued
+		ti.mu.Unlock()
+		if err != nil || out["token"] != "tok-2" || issued != 2 {
+			t.Fatalf("after the refresh: %v, %v, %d tokens; want tok-2 of 2", out, err, issued)
 		}
 	})
 }
