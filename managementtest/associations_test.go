@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/serviceconnect/management"
 )
 
@@ -26,7 +27,7 @@ func TestAssociate(t *testing.T) {
 		r := c.api("GET", "/users/u-1", "")
 		want := mtJSON(t, `[{"physical_id":"t-1","name":"","model":"KS-2","firmware_version":"1.0","last_seen_at":null,
 			"association_data":{"associated_at":"2000-01-01T00:00:01.000Z"}}]`)
-		if got := mtField(t, r.json(t), "associated_things"); !mtEqual(want, got) {
+		if got := mtField(t, r.json(t), "associated_things"); !cmp.Equal(want, got) {
 			t.Errorf("associated_things = %v", got)
 		}
 
@@ -46,7 +47,7 @@ func TestAssociate(t *testing.T) {
 		}
 		want = mtJSON(t, `[{"id":"u-1","association_data":{"associated_at":"2000-01-01T00:00:01.000Z"}},
 			{"id":"u-2","association_data":{"associated_at":"2000-01-01T00:00:03.000Z"}}]`)
-		if got := mtField(t, r.json(t), "associated_users"); !mtEqual(want, got) {
+		if got := mtField(t, r.json(t), "associated_users"); !cmp.Equal(want, got) {
 			t.Errorf("associated_users = %v", got)
 		}
 	})

@@ -29,7 +29,7 @@ type tokenResponse struct {
 // invalid_client), then the JSON grant (400 unsupported_grant_type).
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	id, secret, ok := r.BasicAuth()
-	if !ok || id != s.ClientID || secret != s.ClientSecret {
+	if !ok || id != s.opts.clientID || secret != s.opts.clientSecret {
 		writeJSON(w, http.StatusUnauthorized, tokenError{Error: "invalid_client", ErrorDescription: msgInvalidClient})
 		return
 	}
@@ -147,11 +147,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) verdict(credential string) authResponse {
 	scheme, tok, ok := strings.Cut(credential, " ")
 	if ok && strings.EqualFold(scheme, "Bearer") {
-		if uid, ok := s.endUsers[tok]; ok && s.store.users[uid] != nil {
+		if uid, ok := s.endUsers[tok]; ok {
 			return authResponse{IsTokenValid: true, UserID: &uid, UserRole: management.Ptr(management.RoleAppUser)}
 		}
 		if s.liveToken(tok) {
-			id := s.ClientID
+			id := s.opts.clientID
 			return authResponse{IsTokenValid: true, UserID: &id, UserRole: management.Ptr(management.RoleServiceAccount)}
 		}
 	}

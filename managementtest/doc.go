@@ -30,9 +30,10 @@
 //     (WithTokenLifetime, ExpireTokens). Every other endpoint requires a live
 //     token and answers 401 AUTH.UNAUTHORIZED with an empty message
 //     otherwise.
-//   - POST and PATCH requests must have Content-Type application/json (400
-//     COMMON.REQUEST_VALIDATION otherwise); GET and DELETE requests, which
-//     have no body, are not checked.
+//   - Every endpoint but the token one also requires Content-Type
+//     application/json, bodiless GET and DELETE requests included (400
+//     COMMON.REQUEST_VALIDATION otherwise), as the spec asks; the token
+//     endpoint reads a JSON body whatever its Content-Type.
 //   - The Users and Things lists are ordered by creation time, descending,
 //     or by order_by=updatedAt, with order_direction asc or desc; items
 //     created in the same millisecond keep their order of creation. Pages
@@ -42,7 +43,10 @@
 //     COMMON.REQUEST_VALIDATION. A listing is a snapshot taken by its first
 //     page: items added later are not shown midway and an updated item keeps
 //     its place, so no item is skipped or repeated. Pages show each item's
-//     current fields. ForgetPages invalidates every link.
+//     current fields. The links of the 1000 most recent listings longer
+//     than a page stay valid; older ones, and every link after ForgetPages,
+//     are invalid pages. A query string that cannot be parsed is answered
+//     as an invalid page.
 //   - Single reads answer every field, or 404 COMMON.ENTITY_NOT_FOUND
 //     "User <id> was not found" / "Thing <id> was not found".
 //   - PATCH merges statuses by name and custom settings by key; the unset

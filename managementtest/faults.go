@@ -70,8 +70,9 @@ func (s *Server) FailNext(route Route, n, status int, retryAfter time.Duration) 
 
 // DelayNext makes the next n requests of route wait d before they are
 // served. A request whose context ends during the wait gets no answer
-// (the server stops; the client sees its context's error). It panics on
-// an unknown route, n < 1 or d <= 0.
+// (the server stops; the client sees its context's error), nor does one
+// still waiting when Close is called (see Close). It panics on an unknown
+// route, n < 1 or d <= 0.
 func (s *Server) DelayNext(route Route, n int, d time.Duration) {
 	knownRoute(route, "DelayNext")
 	if n < 1 || d <= 0 {
@@ -108,8 +109,8 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, route Route
 	s.requests[route]++
 	d := take(s.faults.delay, route)
 	s.mu.Unlock()
-	if d != nil && !wait(r, d.delay) {
-		return true
+	if d != nil && !s.wait(r, d.delay) {
+		return true // the client left: there is no one to answer
 	}
 	s.mu.Lock()
 	f := take(s.faults.fail, route)
@@ -131,8 +132,9 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, route Route
 }
 
 // wait sleeps d, or until the request's context ends; it reports whether
-// the whole wait passed.
-func wait(r *http.Request, d time.Duration) bool {
+// the whole wait passed. When Close ends the wait, it drops the connection
+// (http.ErrAbortHandler) rather than answer a request it did not serve.
+func (s *Server) wait(r *http.Request, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -140,6 +142,8 @@ func wait(r *http.Request, d time.Duration) bool {
 		return true
 	case <-r.Context().Done():
 		return false
+	case <-s.closed: // nil, never ready, for an in-memory server
+		panic(http.ErrAbortHandler)
 	}
 }
 

@@ -131,3 +131,43 @@ func TestDelayNextOverNetwork(t *testing.T) {
 	}
 	// Close (from Cleanup) does not wait an hour: the handler saw the client leave.
 }
+
+// Close does not wait out a pending delay: it drops the delayed request.
+func TestCloseEndsPendingDelay(t *testing.T) {
+	// Not mtStart: a Close that hangs must not hang the test's cleanup too.
+	srv := managementtest.NewServer()
+	c := &mtConn{t: t, srv: srv, hc: &http.Client{}}
+	c.token = c.newToken()
+	srv.DelayNext(managementtest.RouteListUsers, 1, time.Hour)
+	errc := make(chan error, 1)
+	go func() { // no deadline: only Close can end the request
+		_, err := c.trySend("GET", mtPrefix+"/users", c.apiHeader(), "")
+		errc <- err
+	}()
+	timeout := time.After(5 * time.Second)
+	for srv.Requests(managementtest.RouteListUsers) == 0 {
+		select {
+		case <-timeout:
+			t.Fatal("the request never reached the server")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		srv.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-timeout:
+		t.Fatal("Close did not return within 5s of a delayed request")
+	}
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Error("the delayed request was answered; want it dropped")
+		}
+	case <-timeout:
+		t.Fatal("the delayed request did not end within 5s")
+	}
+}

@@ -3,6 +3,7 @@ package managementtest_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -47,30 +48,40 @@ type mtResp struct {
 	body   []byte
 }
 
-// send makes one request to the server's URL + pathQuery.
+// send makes one request to the server's URL + pathQuery. It fails the
+// test at once, so it must run on the test's goroutine; elsewhere use trySend.
 func (c *mtConn) send(method, pathQuery string, header map[string]string, body string) mtResp {
 	c.t.Helper()
+	r, err := c.trySend(method, pathQuery, header, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+// trySend is send returning its error, for use off the test's goroutine.
+func (c *mtConn) trySend(method, pathQuery string, header map[string]string, body string) (mtResp, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, c.srv.URL+pathQuery, rd)
 	if err != nil {
-		c.t.Fatalf("NewRequest: %v", err)
+		return mtResp{}, fmt.Errorf("NewRequest: %v", err)
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, pathQuery, err)
+		return mtResp{}, fmt.Errorf("%s %s: %v", method, pathQuery, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.t.Fatalf("%s %s: reading body: %v", method, pathQuery, err)
+		return mtResp{}, fmt.Errorf("%s %s: reading body: %v", method, pathQuery, err)
 	}
-	return mtResp{status: resp.StatusCode, header: resp.Header, body: data}
+	return mtResp{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
 
 func mtBasic(id, secret string) string {
@@ -108,10 +119,12 @@ func (c *mtConn) follow(method, pathQuery, body string) mtResp {
 	if c.token == "" {
 		c.token = c.newToken()
 	}
-	return c.send(method, pathQuery, map[string]string{
-		"Authorization": "Bearer " + c.token,
-		"Content-Type":  "application/json",
-	}, body)
+	return c.send(method, pathQuery, c.apiHeader(), body)
+}
+
+// apiHeader is the header of an authorised JSON request. c.token must be set.
+func (c *mtConn) apiHeader() map[string]string {
+	return map[string]string{"Authorization": "Bearer " + c.token, "Content-Type": "application/json"}
 }
 
 // json decodes a JSON answer, after checking its Content-Type.
@@ -199,8 +212,3 @@ func mtField(t testing.TB, v any, path ...any) any {
 	}
 	return v
 }
-
-// jsonNumber is how the fake returns numbers of custom settings.
-func jsonNumber(s string) json.Number { return json.Number(s) }
-
-func mtEqual(want, got any) bool { return cmp.Equal(want, got) }

@@ -275,3 +275,39 @@ func TestListPagesWhileChanging(t *testing.T) {
 		})
 	}
 }
+
+// A query string with an unparsable pair may have lost its page token, so
+// it is an invalid page, not a first page.
+func TestListUnparsableQuery(t *testing.T) {
+	c := mtMemory(t, managementtest.WithPageSize(1)) // in memory: net/http would log the semicolons
+	mtSeedOrdered(c.srv)
+	const invalid = "The page parameter is not valid: drop page and start again from the first page"
+	for _, kind := range []string{"users", "things"} {
+		link := mtField(t, c.api("GET", "/"+kind, "").json(t), "next_page").(string)
+		for _, query := range []string{"?page=%zz", "?page=abc;x", "?x=%zz", "?%zz"} {
+			c.api("GET", "/"+kind+query, "").wantError(t, 400, "COMMON.REQUEST_VALIDATION", invalid)
+		}
+		for _, suffix := range []string{";x", "&x=%zz"} {
+			c.follow("GET", link+suffix, "").wantError(t, 400, "COMMON.REQUEST_VALIDATION", invalid)
+		}
+	}
+}
+
+// Only the 1000 most recent listings longer than a page keep their links;
+// the oldest is dropped first.
+func TestListSnapshotsCapped(t *testing.T) {
+	const limit = 1000
+	c := mtMemory(t, managementtest.WithPageSize(1))
+	mtSeedOrdered(c.srv)
+	links := make([]string, 0, limit+1)
+	for range limit + 1 {
+		links = append(links, mtField(t, c.api("GET", "/users", "").json(t), "next_page").(string))
+	}
+	c.follow("GET", links[0], "").wantError(t, 400, "COMMON.REQUEST_VALIDATION",
+		"The page parameter is not valid: drop page and start again from the first page")
+	for _, link := range []string{links[1], links[limit]} {
+		if r := c.follow("GET", link, ""); r.status != 200 {
+			t.Errorf("a link of one of the %d most recent listings: %d %s", limit, r.status, r.body)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func WithCredentials(id, secret string) Option {
 // WithPathPrefix sets the path prefix of every endpoint (default
 // DefaultPathPrefix), for a service whose brand-specific segment differs.
 // Server.Config sets the same management.Config.PathPrefix. It panics
-// unless p starts with "/".
+// unless p starts with "/" and contains no "?" or "#".
 func WithPathPrefix(p string) Option {
 	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") {
 		panic(fmt.Sprintf("managementtest: WithPathPrefix(%q): the prefix must be a path starting with /", p))

@@ -23,7 +23,12 @@ import (
 // a link twice gives the same page, so a retried request is harmless.
 //
 // A page token is opaque to clients: base64url("<snapshot id>.<offset>").
-// A listing that fits in one page keeps no snapshot.
+// A listing that fits in one page keeps no snapshot. Only the
+// maxSnapshots most recent snapshots are kept, so that a long test run
+// does not pile them up; a link into an older one is an invalid page.
+
+// maxSnapshots bounds the snapshots kept, oldest dropped first.
+const maxSnapshots = 1000
 
 // Messages of the list endpoints' 400 answers.
 const (
@@ -33,6 +38,7 @@ const (
 
 // snapshot is the ordered ids of one listing.
 type snapshot struct {
+	id   string // "" when not kept: the listing fits in one page
 	kind string // "users" or "things"
 	ids  []string
 }
@@ -89,21 +95,24 @@ func (o ordering) sort(es []entry) {
 }
 
 // page resolves a list request to the ids of the page it asks for and the
-// next_page link (nil on the last page), or to a 400 answer. entries is
-// called only for a first page. s.mu must be held.
-func (s *Server) page(q url.Values, kind string, entries func() []entry) ([]string, *string, *answer) {
-	if tokens, ok := q["page"]; ok {
-		if _, by := q["order_by"]; by {
+// next_page link (nil on the last page), or to a 400 answer. rawQuery is
+// parsed strictly: a query with an unparsable pair is answered as an
+// invalid page, since the page token may be the pair that was lost.
+// entries is called only for a first page. s.mu must be held.
+func (s *Server) page(rawQuery, kind string, entries func() []entry) ([]string, *string, *answer) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, nil, badRequest(msgInvalidPage)
+	}
+	if q.Has("page") {
+		if q.Has("order_by") || q.Has("order_direction") {
 			return nil, nil, badRequest(msgPageWithOrdering)
 		}
-		if _, dir := q["order_direction"]; dir {
-			return nil, nil, badRequest(msgPageWithOrdering)
-		}
-		snapID, snap, offset, ok := s.findPage(kind, tokens)
+		snap, offset, ok := s.findPage(kind, q["page"])
 		if !ok {
 			return nil, nil, badRequest(msgInvalidPage)
 		}
-		ids, next := s.cut(kind, snapID, snap, offset)
+		ids, next := s.cut(snap, offset)
 		return ids, next, nil
 	}
 	o, msg := parseOrdering(q)
@@ -112,18 +121,27 @@ func (s *Server) page(q url.Values, kind string, entries func() []entry) ([]stri
 	}
 	es := entries()
 	o.sort(es)
-	ids := make([]string, len(es))
+	snap := &snapshot{kind: kind, ids: make([]string, len(es))}
 	for i, e := range es {
-		ids[i] = e.id
+		snap.ids[i] = e.id
 	}
-	snap := &snapshot{kind: kind, ids: ids}
-	var snapID string
-	if len(ids) > s.opts.pageSize {
-		snapID = rand.Text()
-		s.snapshots[snapID] = snap
+	if len(snap.ids) > s.opts.pageSize {
+		s.keep(snap)
 	}
-	page, next := s.cut(kind, snapID, snap, 0)
-	return page, next, nil
+	ids, next := s.cut(snap, 0)
+	return ids, next, nil
+}
+
+// keep stores snap under a new id, dropping the oldest snapshot beyond
+// maxSnapshots. s.mu must be held.
+func (s *Server) keep(snap *snapshot) {
+	snap.id = rand.Text()
+	s.snapshots[snap.id] = snap
+	s.snapshotOrder = append(s.snapshotOrder, snap.id)
+	if len(s.snapshotOrder) > maxSnapshots {
+		delete(s.snapshots, s.snapshotOrder[0])
+		s.snapshotOrder = s.snapshotOrder[1:]
+	}
 }
 
 func badRequest(msg string) *answer {
@@ -133,35 +151,35 @@ func badRequest(msg string) *answer {
 
 // cut returns the page of snap that starts at offset, and the link to the
 // next one.
-func (s *Server) cut(kind, snapID string, snap *snapshot, offset int) ([]string, *string) {
+func (s *Server) cut(snap *snapshot, offset int) ([]string, *string) {
 	end := min(offset+s.opts.pageSize, len(snap.ids))
 	if end == len(snap.ids) {
 		return snap.ids[offset:end], nil
 	}
-	token := base64.RawURLEncoding.EncodeToString([]byte(snapID + "." + strconv.Itoa(end)))
-	link := s.escapedPrefix() + "/" + kind + "?page=" + token
+	token := base64.RawURLEncoding.EncodeToString([]byte(snap.id + "." + strconv.Itoa(end)))
+	link := s.escapedPrefix + "/" + snap.kind + "?page=" + token
 	return snap.ids[offset:end], &link
 }
 
 // findPage decodes a page token of a list of kind.
-func (s *Server) findPage(kind string, tokens []string) (string, *snapshot, int, bool) {
+func (s *Server) findPage(kind string, tokens []string) (*snapshot, int, bool) {
 	if len(tokens) != 1 {
-		return "", nil, 0, false
+		return nil, 0, false
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(tokens[0])
 	if err != nil {
-		return "", nil, 0, false
+		return nil, 0, false
 	}
 	snapID, off, ok := strings.Cut(string(raw), ".")
 	if !ok {
-		return "", nil, 0, false
+		return nil, 0, false
 	}
 	snap := s.snapshots[snapID]
 	offset, err := strconv.Atoi(off)
 	if snap == nil || snap.kind != kind || err != nil || offset <= 0 || offset >= len(snap.ids) {
-		return "", nil, 0, false
+		return nil, 0, false
 	}
-	return snapID, snap, offset, true
+	return snap, offset, true
 }
 
 // userEntries and thingEntries list the store for ordering. s.mu must be held.
@@ -188,5 +206,6 @@ func (s *Server) thingEntries() []entry {
 func (s *Server) ForgetPages() {
 	s.mu.Lock()
 	clear(s.snapshots)
+	s.snapshotOrder = nil
 	s.mu.Unlock()
 }

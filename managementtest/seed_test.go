@@ -1,6 +1,7 @@
 package managementtest_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -106,7 +107,7 @@ func TestSeedDefaultsAndCopies(t *testing.T) {
 	if !ok {
 		t.Fatal("User not found")
 	}
-	if *u.Email != "ada@example.com" || u.CustomSettings["n"] != any(jsonNumber("1")) || u.CustomSettings["list"].([]any)[0] != "a" {
+	if *u.Email != "ada@example.com" || u.CustomSettings["n"] != any(json.Number("1")) || u.CustomSettings["list"].([]any)[0] != "a" {
 		t.Errorf("the server shares the caller's memory: %+v", u)
 	}
 	if !u.UpdatedAt.Equal(mtTS(0)) {
@@ -124,7 +125,7 @@ func TestSeedDefaultsAndCopies(t *testing.T) {
 	// Changing what User returned changes nothing either.
 	*u.Email = "x"
 	u.CustomSettings["n"] = "x"
-	if again, _ := srv.User("u-1"); *again.Email != "ada@example.com" || again.CustomSettings["n"] != any(jsonNumber("1")) {
+	if again, _ := srv.User("u-1"); *again.Email != "ada@example.com" || again.CustomSettings["n"] != any(json.Number("1")) {
 		t.Errorf("User returned shared memory: %+v", again)
 	}
 

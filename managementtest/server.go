@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"time"
 
@@ -34,24 +35,32 @@ type Server struct {
 	// NewServer, InMemoryURL for NewInMemoryServer. No trailing slash.
 	URL string
 	// ClientID and ClientSecret are the credentials the token endpoint
-	// accepts (see WithCredentials).
+	// accepts (see WithCredentials). They are read-only: the server and
+	// Config use their own copy, so changing them has no effect.
 	ClientID     string
 	ClientSecret string
 
-	opts    options
-	handler http.Handler
-	srv     *httptest.Server // nil for an in-memory server
+	opts          options
+	escapedPrefix string // opts.pathPrefix as it appears in a request's escaped path
+	handler       http.Handler
+	srv           *httptest.Server // nil for an in-memory server
+
+	closeOnce sync.Once
+	// closed is closed by Close, to end pending delays. An in-memory
+	// server leaves it nil: its channel could cross a synctest bubble's edge.
+	closed chan struct{}
 
 	clientOnce sync.Once
 	client     *management.Client
 
-	mu        sync.Mutex // guards everything below
-	store     store
-	tokens    map[string]time.Time // management token -> expiry
-	endUsers  map[string]string    // End User token -> user id
-	snapshots map[string]*snapshot // page snapshot id -> snapshot
-	faults    faults
-	requests  map[Route]int
+	mu            sync.Mutex // guards everything below
+	store         store
+	tokens        map[string]time.Time // management token -> expiry
+	endUsers      map[string]string    // End User token -> user id
+	snapshots     map[string]*snapshot // page snapshot id -> snapshot
+	snapshotOrder []string             // ids of snapshots, oldest first
+	faults        faults
+	requests      map[Route]int
 }
 
 // NewServer starts and returns a Server listening on a loopback address.
@@ -61,6 +70,7 @@ type Server struct {
 // I/O does not let the bubble's clock advance.
 func NewServer(opts ...Option) *Server {
 	s := newServer(opts)
+	s.closed = make(chan struct{})
 	s.srv = httptest.NewServer(s.handler)
 	s.URL = s.srv.URL
 	return s
@@ -87,29 +97,36 @@ func newServer(opts []Option) *Server {
 		o.clientID, o.clientSecret = "client-"+rand.Text(), rand.Text()
 	}
 	s := &Server{
-		ClientID:     o.clientID,
-		ClientSecret: o.clientSecret,
-		opts:         o,
-		store:        newStore(),
-		tokens:       make(map[string]time.Time),
-		endUsers:     make(map[string]string),
-		snapshots:    make(map[string]*snapshot),
-		requests:     make(map[Route]int),
+		ClientID:      o.clientID,
+		ClientSecret:  o.clientSecret,
+		opts:          o,
+		escapedPrefix: (&url.URL{Path: o.pathPrefix}).EscapedPath(),
+		store:         newStore(),
+		tokens:        make(map[string]time.Time),
+		endUsers:      make(map[string]string),
+		snapshots:     make(map[string]*snapshot),
+		requests:      make(map[Route]int),
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s
 }
 
 // Close shuts down a server started by NewServer and waits for its
-// outstanding requests. It does nothing for an in-memory server.
+// outstanding requests. It first ends their DelayNext delays: a request
+// still waiting is dropped without an answer, as by a server going down,
+// so that Close does not wait out the delay. Close does nothing for an
+// in-memory server, whose requests run on their callers' goroutines.
 func (s *Server) Close() {
-	if s.srv != nil {
-		s.srv.Close()
+	if s.srv == nil {
+		return
 	}
+	s.closeOnce.Do(func() { close(s.closed) })
+	s.srv.Close()
 }
 
 // Handler returns the server's HTTP handler: the whole fake, without a
-// listener. Paths start with the path prefix (DefaultPathPrefix).
+// listener. Paths start with the configured path prefix (DefaultPathPrefix
+// unless WithPathPrefix).
 func (s *Server) Handler() http.Handler {
 	return s.handler
 }
@@ -137,8 +154,8 @@ func (s *Server) Config() management.Config {
 	}
 	return management.Config{
 		BaseURL:      s.URL,
-		ClientID:     s.ClientID,
-		ClientSecret: s.ClientSecret,
+		ClientID:     s.opts.clientID,
+		ClientSecret: s.opts.clientSecret,
 		HTTPClient:   httpClient,
 		PathPrefix:   prefix,
 		UnsetMarker:  s.opts.unsetMarker,

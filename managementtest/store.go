@@ -88,7 +88,7 @@ func (s *Server) User(id string) (management.UserDetails, bool) {
 	rec, ok := s.store.users[id]
 	var data []byte
 	if ok {
-		data = mustMarshal(s.store.userDetails(rec))
+		data = encode(s.store.userDetails(rec))
 	}
 	s.mu.Unlock()
 	if ok {
@@ -106,21 +106,13 @@ func (s *Server) Thing(physicalID string) (management.ThingDetails, bool) {
 	rec, ok := s.store.things[physicalID]
 	var data []byte
 	if ok {
-		data = mustMarshal(s.store.thingDetails(rec))
+		data = encode(s.store.thingDetails(rec))
 	}
 	s.mu.Unlock()
 	if ok {
 		mustDecode(data, &t)
 	}
 	return t, ok
-}
-
-func mustMarshal(v any) []byte {
-	data, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("managementtest: encoding: %v", err))
-	}
-	return data
 }
 
 func mustDecode(data []byte, v any) {

@@ -20,9 +20,8 @@ type thingsPage struct {
 }
 
 func (s *Server) listThings(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
 	s.locked(w, func() answer {
-		ids, next, fail := s.page(q, "things", s.thingEntries)
+		ids, next, fail := s.page(r.URL.RawQuery, "things", s.thingEntries)
 		if fail != nil {
 			return *fail
 		}

@@ -55,9 +55,28 @@ func TestTokenEndpoint(t *testing.T) {
 		if tok == "" {
 			t.Fatalf("no access_token in %s", r.body)
 		}
-		got := c.send("GET", mtPrefix+"/users", map[string]string{"Authorization": "Bearer " + tok}, "")
+		got := c.send("GET", mtPrefix+"/users", map[string]string{"Authorization": "Bearer " + tok, "Content-Type": "application/json"}, "")
 		got.want(t, 200, `{"users":[],"next_page":null}`)
 	})
+}
+
+// The exported credentials are for reading: changing them changes neither
+// what the token endpoint accepts nor Config.
+func TestCredentialFieldsReadOnly(t *testing.T) {
+	c := mtStart(t, managementtest.WithCredentials("id-1", "secret-1"))
+	c.srv.ClientID, c.srv.ClientSecret = "id-2", "secret-2"
+	token := func(id, secret string) mtResp {
+		return c.send("POST", mtPrefix+"/auth/token", map[string]string{"Authorization": mtBasic(id, secret)}, `{"grant_type":"client_credentials"}`)
+	}
+	if r := token("id-1", "secret-1"); r.status != 200 {
+		t.Errorf("the configured credentials: %d %s", r.status, r.body)
+	}
+	if r := token("id-2", "secret-2"); r.status != 401 {
+		t.Errorf("the changed fields' credentials: %d %s, want 401", r.status, r.body)
+	}
+	if cfg := c.srv.Config(); cfg.ClientID != "id-1" || cfg.ClientSecret != "secret-1" {
+		t.Errorf("Config credentials = %q, %q; want id-1, secret-1", cfg.ClientID, cfg.ClientSecret)
+	}
 }
 
 func TestTokenLifetimeOption(t *testing.T) {
@@ -96,9 +115,50 @@ func TestEndpointsRequireManagementToken(t *testing.T) {
 		}
 	}
 	// The scheme is case-insensitive (RFC 7235).
-	r := c.send("GET", mtPrefix+"/users/u-1", map[string]string{"Authorization": "bearer " + live}, "")
+	r := c.send("GET", mtPrefix+"/users/u-1", map[string]string{"Authorization": "bearer " + live, "Content-Type": "application/json"}, "")
 	if r.status != 200 {
 		t.Errorf("lower-case bearer: status %d, want 200", r.status)
+	}
+}
+
+// Every endpoint but the token one requires Content-Type application/json,
+// as the spec says, bodiless GET and DELETE included; a refused request
+// changes nothing.
+func TestEndpointsRequireJSONContentType(t *testing.T) {
+	c := mtStart(t)
+	c.srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	c.srv.AddThing(management.ThingDetails{
+		Thing:           management.Thing{PhysicalID: "t-1", Name: "old"},
+		AssociatedUsers: []management.AssociatedUser{{ID: "u-1"}},
+	})
+	c.token = c.newToken()
+	requests := []struct{ method, path, body string }{
+		{"GET", "/users", ""},
+		{"GET", "/users/u-1", ""},
+		{"POST", "/users/u-1/associated_things", `{"physical_id":"t-2","model":"m","firmware_version":"1"}`},
+		{"DELETE", "/users/u-1/associated_things/t-1", ""},
+		{"GET", "/things", ""},
+		{"GET", "/things/t-1", ""},
+		{"PATCH", "/things/t-1", `{"name":"x"}`},
+		{"POST", "/authenticate", `{"access_token":"Bearer x"}`},
+	}
+	for _, rq := range requests {
+		for _, ct := range []string{"", "text/plain", "application/jsonx"} {
+			t.Run(rq.method+" "+rq.path+" "+ct, func(t *testing.T) {
+				h := map[string]string{"Authorization": "Bearer " + c.token}
+				if ct != "" {
+					h["Content-Type"] = ct
+				}
+				c.send(rq.method, mtPrefix+rq.path, h, rq.body).
+					wantError(t, 400, "COMMON.REQUEST_VALIDATION", "Content-Type must be application/json")
+			})
+		}
+	}
+	if _, ok := c.srv.Thing("t-2"); ok {
+		t.Error("a refused associate created a Thing")
+	}
+	if th, _ := c.srv.Thing("t-1"); th.Name != "old" || len(th.AssociatedUsers) != 1 {
+		t.Errorf("a refused update or disassociate changed the Thing: %+v", th)
 	}
 }
 
@@ -107,7 +167,7 @@ func TestTokenExpiresAfterLifetime(t *testing.T) {
 		c := mtMemory(t, managementtest.WithTokenLifetime(10*time.Second))
 		tok := c.newToken()
 		get := func() mtResp {
-			return c.send("GET", mtPrefix+"/users", map[string]string{"Authorization": "Bearer " + tok}, "")
+			return c.send("GET", mtPrefix+"/users", map[string]string{"Authorization": "Bearer " + tok, "Content-Type": "application/json"}, "")
 		}
 		time.Sleep(10*time.Second - time.Millisecond)
 		if r := get(); r.status != 200 {

@@ -16,9 +16,8 @@ type usersPage struct {
 }
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
 	s.locked(w, func() answer {
-		ids, next, fail := s.page(q, "users", s.userEntries)
+		ids, next, fail := s.page(r.URL.RawQuery, "users", s.userEntries)
 		if fail != nil {
 			return *fail
 		}

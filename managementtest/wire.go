@@ -28,18 +28,30 @@ type tokenError struct {
 	ErrorDescription string `json:"error_description"`
 }
 
-// writeJSON answers status with v as JSON.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
+// encode marshals v as JSON. It panics on failure: only seeded data could
+// fail to encode, and seeding checks it.
+func encode(v any) []byte {
+	data, err := json.Marshal(v)
 	if err != nil {
-		// Only seeded data could fail to encode, and seeding checks it.
-		panic(fmt.Sprintf("managementtest: encoding a response: %v", err))
+		panic(fmt.Sprintf("managementtest: encoding: %v", err))
 	}
+	return data
+}
+
+// writeBody answers status with a JSON body, or an empty body when body is nil.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	if body != nil {
+		h.Set("Content-Type", "application/json")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeBody(w, status, encode(v))
 }
 
 // writeError answers the {reason, error_message} shape.
