@@ -19,8 +19,12 @@ import (
 // encoding/json: the same requests and headers as the SDK, one token fetched
 // up front, and bodies decoded into equivalent structs (timestamps as
 // time.Time, custom settings as map[string]any with json.Number). It has no
-// retries, no token refresh, no link checks and no size limits: what the SDK
-// costs beyond it is the price of those.
+// retries, no token refresh, no link checks, no size limits and no check
+// for trailing data after the JSON value. baselineAuthCache keys verdicts
+// by the raw header rather than its SHA-256 digest, and calls the service
+// on the checking goroutine rather than on a detached single-flight
+// goroutine, which Authenticator.Check starts for every check with the
+// cache off. What the SDK costs beyond it is the price of those.
 
 // baseUser is the baseline's copy of the wire User.
 type baseUser struct {
