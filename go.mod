@@ -1,6 +1,6 @@
 module github.com/serviceconnect/management
 
-go 1.25
+go 1.26
 
 require (
 	github.com/google/go-cmp v0.7.0

@@ -100,3 +100,44 @@ func jsonBody(t testing.TB, body string) any {
 	}
 	return v
 }
+
+// setup is the fixture of the package's wire tests, in the manner of
+// go-github's: a Client (configured by cfg, see newMockClient) and the
+// httpmock transport to register each test's handlers on. Handlers assert
+// what they receive with testMethod, testHeader and testBody.
+func setup(t testing.TB, cfg ...Config) (*Client, *httpmock.MockTransport) {
+	t.Helper()
+	var c Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	return newMockClient(t, c)
+}
+
+// testMethod asserts the request's method.
+func testMethod(t testing.TB, r *http.Request, want string) {
+	t.Helper()
+	if r.Method != want {
+		t.Errorf("request method: got %q, want %q", r.Method, want)
+	}
+}
+
+// testHeader asserts one header of the request; want "" asserts its absence.
+func testHeader(t testing.TB, r *http.Request, name, want string) {
+	t.Helper()
+	if got := r.Header.Values(name); (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
+		t.Errorf("request header %s: got %q, want %q", name, got, want)
+	}
+}
+
+// testBody asserts the request's body, byte for byte ("" for none).
+func testBody(t testing.TB, r *http.Request, want string) {
+	t.Helper()
+	var got []byte
+	if r.Body != nil {
+		got, _ = io.ReadAll(r.Body)
+	}
+	if string(got) != want {
+		t.Errorf("request body: got %q, want %q", got, want)
+	}
+}
