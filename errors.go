@@ -242,3 +242,32 @@ func (e *InvalidTokenError) Error() string {
 
 // Is reports whether target is ErrInvalidToken.
 func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidToken }
+
+// errorf is fmt.Errorf for the errors of this package: its text starts with
+// the package's prefix, said once. format has no prefix of its own, and the
+// errors among args (wrapped with %w, or printed) lose theirs, so that
+// wrapping adds context, not another "management: ". errors.Is and
+// errors.As see the wrapped errors as they are.
+func errorf(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = unprefixed{err}
+		}
+	}
+	return prefixed{fmt.Errorf(format, args...)}
+}
+
+const errorPrefix = "management: "
+
+// prefixed says the package's prefix before its error's text.
+type prefixed struct{ err error }
+
+func (e prefixed) Error() string { return errorPrefix + e.err.Error() }
+func (e prefixed) Unwrap() error { return e.err }
+
+// unprefixed is an error of this package inside another: its text without
+// the prefix.
+type unprefixed struct{ err error }
+
+func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), errorPrefix) }
+func (e unprefixed) Unwrap() error { return e.err }

@@ -126,3 +126,22 @@ func FuzzErrorBody(f *testing.F) {
 		}
 	})
 }
+
+func TestErrorfSaysThePrefixOnce(t *testing.T) {
+	inner := &APIError{StatusCode: 503, Method: "GET", Path: "/users"}
+	err := errorf("listing %s, page %d: %w", "/users", 2, inner)
+	if got, want := err.Error(), "management: listing /users, page 2: GET /users: 503 Service Unavailable"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr != inner {
+		t.Errorf("errors.As does not find the *APIError in %v", err)
+	}
+	both := errorf("%w: %w", ErrAuthenticationUnavailable, inner)
+	if got, want := both.Error(), "management: End User token check unavailable: GET /users: 503 Service Unavailable"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if !errors.Is(both, ErrAuthenticationUnavailable) || !errors.As(both, &apiErr) {
+		t.Errorf("errors.Is/As do not see both wrapped errors of %v", both)
+	}
+}
