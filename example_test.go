@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"time"
 
 	"github.com/serviceconnect/management"
@@ -282,4 +283,43 @@ func ExampleThingsService_Update_invalidArgument() {
 	})
 	fmt.Println(errors.Is(err, management.ErrInvalidArgument), srv.Requests(managementtest.RouteUpdateThing))
 	// Output: true 0
+}
+
+// ExampleConfigFromEnv wires a Client from the environment, as a
+// deployment does: MANAGEMENT_BASE_URL, MANAGEMENT_CLIENT_ID and
+// MANAGEMENT_CLIENT_SECRET, and optional knobs such as
+// MANAGEMENT_MAX_RETRIES. Here the fake's address and credentials stand in.
+func ExampleConfigFromEnv() {
+	srv := newExampleServer()
+	defer srv.Close()
+	for name, value := range map[string]string{
+		management.EnvBaseURL:      srv.URL,
+		management.EnvClientID:     srv.ClientID,
+		management.EnvClientSecret: srv.ClientSecret,
+		management.EnvMaxRetries:   "2",
+	} {
+		os.Setenv(name, value)
+		defer os.Unsetenv(name)
+	}
+
+	cfg, err := management.ConfigFromEnv()
+	if err != nil {
+		log.Fatal(err) // names every missing or malformed variable
+	}
+	client, err := management.NewClient(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	user, err := client.Users.Get(context.Background(), "u-ada")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(user.ID, *user.Email)
+
+	os.Unsetenv(management.EnvClientSecret)
+	_, err = management.ConfigFromEnv()
+	fmt.Println(err)
+	// Output:
+	// u-ada ada@example.com
+	// management: invalid argument: MANAGEMENT_CLIENT_SECRET is not set
 }

@@ -1,0 +1,87 @@
+package management
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func lookupIn(env map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv(EnvBaseURL, "https://api.example.test")
+	t.Setenv(EnvClientID, "id-1")
+	t.Setenv(EnvClientSecret, "secret-1")
+	t.Setenv(EnvMaxRetries, "-1")
+	t.Setenv(EnvRetryWaitMin, "100ms")
+	t.Setenv(EnvRetryWaitMax, " 2s ")
+	t.Setenv(EnvRefreshMargin, "30s")
+	t.Setenv(EnvMaxResponseBytes, "1048576")
+	t.Setenv(EnvAllowInsecureHTTP, "true")
+	t.Setenv(EnvPathPrefix, "/v2/api/management/acme")
+	t.Setenv(EnvUserAgent, "ops-tool/1.0")
+	t.Setenv(EnvUnsetMarker, "$AcmeUnset$")
+	got, err := ConfigFromEnv()
+	if err != nil {
+		t.Fatalf("ConfigFromEnv: %v", err)
+	}
+	want := Config{
+		BaseURL: "https://api.example.test", ClientID: "id-1", ClientSecret: "secret-1",
+		MaxRetries: -1, RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 2 * time.Second,
+		RefreshMargin: 30 * time.Second, MaxResponseBytes: 1 << 20, AllowInsecureHTTP: true,
+		PathPrefix: "/v2/api/management/acme", UserAgent: "ops-tool/1.0", UnsetMarker: "$AcmeUnset$",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Config (-want +got):\n%s", diff)
+	}
+	if _, err := NewClient(got); err != nil {
+		t.Errorf("NewClient of the Config read: %v", err)
+	}
+}
+
+func TestConfigFromEnvOnlyRequired(t *testing.T) {
+	got, err := configFrom(lookupIn(map[string]string{
+		EnvBaseURL: "https://api.example.test", EnvClientID: "id-1", EnvClientSecret: "secret-1",
+		EnvMaxRetries: "", // empty is unset
+	}))
+	if err != nil {
+		t.Fatalf("configFrom: %v", err)
+	}
+	want := Config{BaseURL: "https://api.example.test", ClientID: "id-1", ClientSecret: "secret-1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Config (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfigFromEnvNamesEveryProblem(t *testing.T) {
+	_, err := configFrom(lookupIn(map[string]string{
+		EnvClientSecret:      "secret-value-1",
+		EnvMaxRetries:        "four",
+		EnvRetryWaitMax:      "15",
+		EnvMaxResponseBytes:  "1e6",
+		EnvAllowInsecureHTTP: "secret-value-1",
+	}))
+	if !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("err = %v; want ErrInvalidArgument", err)
+	}
+	want := "management: invalid argument: " +
+		"MANAGEMENT_BASE_URL is not set; MANAGEMENT_CLIENT_ID is not set; " +
+		"MANAGEMENT_MAX_RETRIES is not an integer; " +
+		"MANAGEMENT_RETRY_WAIT_MAX is not a duration (such as 250ms or 2s); " +
+		"MANAGEMENT_MAX_RESPONSE_BYTES is not a whole number of bytes; " +
+		"MANAGEMENT_ALLOW_INSECURE_HTTP is not true or false"
+	if err.Error() != want {
+		t.Errorf("err =\n%s\nwant\n%s", err, want)
+	}
+	if strings.Contains(err.Error(), "secret-value-1") {
+		t.Error("the error quotes a value")
+	}
+}
