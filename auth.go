@@ -49,6 +49,39 @@ func (t Token) MarshalJSON() ([]byte, error) {
 	})
 }
 
+// check says why t cannot be sent, naming the offending field (accessName
+// or typeName), never its value: an empty access token, or a character that
+// cannot travel in an Authorization header, or that would split it. An
+// empty TokenType is allowed; it is sent as "Bearer".
+func (t *Token) check(accessName, typeName string) error {
+	if t.AccessToken == "" {
+		return fmt.Errorf("%s is empty", accessName)
+	}
+	if why := headerUnsafe(t.AccessToken); why != "" {
+		return fmt.Errorf("%s %s", accessName, why)
+	}
+	if why := headerUnsafe(t.TokenType); why != "" {
+		return fmt.Errorf("%s %s", typeName, why)
+	}
+	return nil
+}
+
+// headerUnsafe says what in s keeps it from being one word of a header
+// value: a control character (CR, LF, NUL, DEL, ...) would be refused by
+// net/http on every request or end the header, a space would split
+// "<type> <token>". It returns "" when s is safe.
+func headerUnsafe(s string) string {
+	for i := range len(s) {
+		switch b := s[i]; {
+		case b < 0x20 || b == 0x7f:
+			return "holds a control character, which cannot travel in an HTTP header"
+		case b == ' ':
+			return "holds a space, which would split the Authorization header"
+		}
+	}
+	return ""
+}
+
 // header is the Authorization header value that carries t.
 func (t *Token) header() string {
 	typ := t.TokenType
@@ -68,6 +101,27 @@ func (t *Token) expired(now time.Time) bool {
 type TokenSource interface {
 	// Token returns a token that is valid now. ctx bounds the wait.
 	Token(ctx context.Context) (*Token, error)
+}
+
+// checkedSource is a Config.TokenSource as the Client uses it: each token
+// it returns is checked before it is sent, so that a source's mistake (no
+// token, an empty one, one with a line break) fails the call with an error
+// rather than a panic or a request that cannot be sent.
+type checkedSource struct{ src TokenSource }
+
+// Token returns the source's token once checked. Its errors pass unchanged.
+func (s *checkedSource) Token(ctx context.Context) (*Token, error) {
+	tok, err := s.src.Token(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case tok == nil:
+		return nil, errorf("%w: Config.TokenSource returned neither a token nor an error", ErrInvalidArgument)
+	}
+	if err := tok.check("AccessToken", "TokenType"); err != nil {
+		return nil, errorf("%w: Config.TokenSource returned a Token whose %v", ErrInvalidArgument, err)
+	}
+	return tok, nil
 }
 
 // tokenFetchTimeout bounds one token request, which runs detached from the
@@ -135,7 +189,7 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("management: waiting for a token: %w", ctx.Err())
+		return nil, errorf("waiting for a token: %w", ctx.Err())
 	}
 	return f.tok, f.err
 }
@@ -185,29 +239,46 @@ func (s *tokenCache) Invalidate(stale *Token) {
 	s.mu.Unlock()
 }
 
-// tokenResponse is the token endpoint's AccessTokenResponse.
+// tokenResponse is the token endpoint's AccessTokenResponse. Error is not
+// part of it: it catches the OAuth error shape sent with a 200.
 type tokenResponse struct {
 	AccessToken string `json:"access_token"`
 	TokenType   string `json:"token_type"`
 	ExpiresIn   int64  `json:"expires_in"`
+	Error       string `json:"error"`
+}
+
+// check says why r is not a token the client can use, naming the field at
+// fault, never a token.
+func (r *tokenResponse) check() error {
+	switch {
+	case r == nil:
+		return errors.New("token response is null")
+	case r.Error != "":
+		return fmt.Errorf("token response is an error, %q", r.Error)
+	case r.ExpiresIn <= 0:
+		return errors.New("token response without a positive expires_in")
+	}
+	tok := Token{AccessToken: r.AccessToken, TokenType: r.TokenType}
+	return tok.check("access_token", "token_type")
 }
 
 // grantBody is the token request's body; the grant is always client credentials.
 const grantBody = `{"grant_type":"client_credentials"}`
 
 // requestToken makes the client-credentials request (RFC 6749 section 4.4,
-// with the JSON body the service requires).
+// with the JSON body the service requires). An answer that is not a token
+// the client can send is a *DecodeError, so that it is never cached.
 func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, time.Duration, error) {
 	op := &operation{method: "POST", path: "/auth/token", body: []byte(grantBody), tokenAuth: basicAuth}
-	var tr tokenResponse
+	var tr *tokenResponse
 	status, err := c.do(ctx, op, &tr)
 	if err != nil {
 		return nil, 0, err
 	}
 	received := time.Now()
-	if tr.AccessToken == "" || tr.ExpiresIn <= 0 {
-		return nil, 0, &DecodeError{Method: op.method, Path: op.path, StatusCode: status,
-			Err: errors.New("token response without access_token or a positive expires_in")}
+	if err := tr.check(); err != nil {
+		return nil, 0, &DecodeError{Method: op.method, Path: op.path, StatusCode: status, Err: err}
 	}
 	// A lifetime beyond a day is treated as a day: time.Duration would
 	// overflow for absurd values, and a refresh a day costs nothing.

@@ -211,7 +211,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.TokenSource != nil {
-		c.tokens = cfg.TokenSource
+		c.tokens = &checkedSource{cfg.TokenSource}
 		c.invalidator, _ = cfg.TokenSource.(interface{ Invalidate(*Token) })
 	} else {
 		cache := newTokenCache(c, cfg.ClientID, cfg.ClientSecret, cfg.RefreshMargin)

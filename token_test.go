@@ -439,3 +439,121 @@ func TestAbsurdLifetimeCapped(t *testing.T) {
 		}
 	})
 }
+
+func TestTokenEndpointAnswerNotSendableIsRefused(t *testing.T) {
+	const secret = "SECRETPART"
+	tests := []struct {
+		name  string
+		body  string
+		field string // named in the error
+	}{
+		{"CR in access_token", `{"access_token":"` + secret + `\r","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"LF in access_token", `{"access_token":"` + secret + `\nX-Evil: 1","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"NUL in access_token", `{"access_token":"` + secret + `\u0000","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"tab in access_token", `{"access_token":"` + secret + `\t","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"ESC in access_token", `{"access_token":"` + secret + `\u001b","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"DEL in access_token", `{"access_token":"` + secret + `\u007f","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"space in access_token", `{"access_token":"` + secret + ` x","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"LF in token_type", `{"access_token":"` + secret + `","token_type":"Bearer\n","expires_in":600}`, "token_type"},
+		{"space in token_type", `{"access_token":"` + secret + `","token_type":"Bearer x","expires_in":600}`, "token_type"},
+		{"no access_token", `{"token_type":"Bearer","expires_in":600}`, "access_token is empty"},
+		{"zero expires_in", `{"access_token":"` + secret + `","token_type":"Bearer","expires_in":0}`, "expires_in"},
+		{"negative expires_in", `{"access_token":"` + secret + `","token_type":"Bearer","expires_in":-5}`, "expires_in"},
+		{"null", `null`, "null"},
+		{"error shape", `{"error":"invalid_client","error_description":"no"}`, `an error, "invalid_client"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodPost, tokenURL, httpmock.NewStringResponder(200, tt.body).Once().
+				Then(jsonResponder(200, map[string]any{"access_token": "good", "token_type": "Bearer", "expires_in": 600})))
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+				testHeader(t, r, "Authorization", "Bearer good")
+				return httpmock.NewJsonResponse(200, map[string]any{})
+			})
+
+			_, _, err := getRaw(context.Background(), c, "/users", "")
+			var de *DecodeError
+			if !errors.As(err, &de) || de.Method != "POST" || de.Path != "/auth/token" || de.StatusCode != 200 {
+				t.Fatalf("err = %v (%T), want a *DecodeError of POST /auth/token", err, err)
+			}
+			if !strings.Contains(err.Error(), tt.field) || strings.Contains(err.Error(), secret) {
+				t.Errorf("err = %q, want it to name %q and not hold the token", err, tt.field)
+			}
+			if n := mt.GetCallCountInfo()["GET "+mockPrefix+"/users"]; n != 0 {
+				t.Errorf("%d requests carried the refused token", n)
+			}
+			// Never cached: the next call asks the token endpoint again.
+			if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+				t.Fatalf("next call: %v, want a fresh token", err)
+			}
+			if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 2 {
+				t.Errorf("token requests = %d, want 2", n)
+			}
+		})
+	}
+}
+
+func TestTokenEndpointEmptyTypeIsBearer(t *testing.T) {
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(200, map[string]any{"access_token": "t-1", "expires_in": 600}))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testHeader(t, r, "Authorization", "Bearer t-1")
+		return httpmock.NewJsonResponse(200, map[string]any{})
+	})
+	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// funcSource is a TokenSource made of a function.
+type funcSource func(context.Context) (*Token, error)
+
+func (f funcSource) Token(ctx context.Context) (*Token, error) { return f(ctx) }
+
+func TestTokenSourceMistakesRefusedBeforeSending(t *testing.T) {
+	const secret = "SECRETPART"
+	tests := []struct {
+		name  string
+		tok   *Token
+		field string // named in the error
+	}{
+		{"nil token, nil error", nil, "neither a token nor an error"},
+		{"empty access token", &Token{TokenType: "Bearer"}, "AccessToken is empty"},
+		{"LF in access token", &Token{AccessToken: secret + "\nX-Evil: 1"}, "AccessToken holds a control character"},
+		{"NUL in access token", &Token{AccessToken: secret + "\x00"}, "AccessToken holds a control character"},
+		{"DEL in access token", &Token{AccessToken: secret + "\x7f"}, "AccessToken holds a control character"},
+		{"space in access token", &Token{AccessToken: secret + " x"}, "AccessToken holds a space"},
+		{"CR in token type", &Token{AccessToken: secret, TokenType: "Bearer\r"}, "TokenType holds a control character"},
+		{"space in token type", &Token{AccessToken: secret, TokenType: "Be arer"}, "TokenType holds a space"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := funcSource(func(context.Context) (*Token, error) { return tt.tok, nil })
+			c, mt := setup(t, Config{TokenSource: src})
+			_, _, err := getRaw(context.Background(), c, "/users", "")
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("err = %v, want ErrInvalidArgument", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "management: invalid argument: Config.TokenSource returned ") ||
+				strings.Count(msg, "management: ") != 1 || !strings.Contains(msg, tt.field) || strings.Contains(msg, secret) {
+				t.Errorf("err = %q, want it to name Config.TokenSource and %q once prefixed, never the token", msg, tt.field)
+			}
+			if n := mt.GetTotalCallCount(); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+}
+
+func TestTokenSourceErrorPassesUnchanged(t *testing.T) {
+	boom := errors.New("vault unreachable")
+	c, mt := setup(t, Config{TokenSource: funcSource(func(context.Context) (*Token, error) { return nil, boom })})
+	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != boom {
+		t.Errorf("err = %v, want the source's own error", err)
+	}
+	if n := mt.GetTotalCallCount(); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}
