@@ -131,6 +131,10 @@ const tokenFetchTimeout = 30 * time.Second
 // maxTokenLifetime caps expires_in, in seconds.
 const maxTokenLifetime = 24 * 60 * 60
 
+// maxBackoffShift caps the doubling of the wait after failed refreshes:
+// 2^17 s is more than a day, the longest lifetime kept.
+const maxBackoffShift = 17
+
 // tokenCache is the client's TokenSource: it fetches tokens with the
 // client-credentials flow, keeps one, and refreshes it lazily before expiry.
 // However many goroutines need a token at once, one request is made.
@@ -141,7 +145,10 @@ type tokenCache struct {
 
 	mu        sync.Mutex
 	tok       *Token
-	refreshAt time.Time
+	refreshAt time.Time   // when tok is due for refresh
+	retryAt   time.Time   // after a failed refresh, the earliest next one while tok is valid
+	failures  int         // token requests failed in a row
+	warned    bool        // this run of failures has been logged
 	inflight  *tokenFetch // non-nil while a request is under way
 }
 
@@ -163,15 +170,18 @@ func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCac
 // Token returns the cached token. Once the token is due for refresh, the
 // first call starts one token request; until it completes, callers keep
 // getting the current token while it has not expired, so a refresh neither
-// delays them nor fails them. Without a valid token, callers wait for the
-// request, each only as long as its own ctx allows; the request runs
-// detached from ctx, so a caller that gives up does not fail the others.
-// When a refresh fails, the current token is used until it expires.
+// delays them nor fails them. When a refresh fails, the current token is
+// used until it expires and the next refresh waits (1 s, then 2, 4, ...,
+// never past the expiry), so a failing token endpoint is not asked on
+// every call. Without a valid token, callers wait for the request, each
+// only as long as its own ctx allows; the request runs detached from ctx,
+// so a caller that gives up does not fail the others.
 func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	now := time.Now()
 	s.mu.Lock()
 	cur := s.tok
-	if cur != nil && now.Before(s.refreshAt) {
+	valid := cur != nil && !cur.expired(now)
+	if valid && (now.Before(s.refreshAt) || now.Before(s.retryAt)) {
 		s.mu.Unlock()
 		return cur, nil
 	}
@@ -182,7 +192,7 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 		go s.fetch(context.WithoutCancel(ctx), f)
 	}
 	s.mu.Unlock()
-	if cur != nil && !cur.expired(now) {
+	if valid {
 		return cur, nil
 	}
 
@@ -194,24 +204,64 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	return f.tok, f.err
 }
 
+// fetch makes the token request of f, records its outcome and hands it to
+// the callers waiting for f. A run of failed refreshes is logged twice, at
+// its start (Warn) and at its end (Info), however long it lasts.
 func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
 	ctx, cancel := context.WithTimeout(ctx, tokenFetchTimeout)
 	defer cancel()
 	tok, lifetime, err := s.client.requestToken(ctx, s.auth)
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case err == nil:
-		s.tok = tok
-		s.refreshAt = tok.Expiry.Add(-refreshMargin(s.margin, lifetime))
-	case s.tok != nil && !s.tok.expired(time.Now()):
-		s.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token until it expires",
-			slog.String("error", err.Error()))
+	failures := s.failures
+	var started, ended bool
+	if err == nil {
+		ended = s.succeeded(tok, lifetime)
+	} else {
+		started = s.failed(err, time.Now())
 	}
 	f.tok, f.err = tok, err
 	s.inflight = nil
+	s.mu.Unlock()
 	close(f.done)
+
+	log := s.client.logger
+	switch {
+	case started:
+		log.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token until it expires and retrying with backoff",
+			slog.String("error", err.Error()))
+	case ended:
+		log.LogAttrs(ctx, slog.LevelInfo, "management: token refresh succeeded again",
+			slog.Int("failures", failures))
+	}
+}
+
+// succeeded stores tok and ends any run of failures; it reports whether
+// that run had been logged. s.mu is held.
+func (s *tokenCache) succeeded(tok *Token, lifetime time.Duration) (endedLogged bool) {
+	endedLogged = s.warned
+	s.tok = tok
+	s.refreshAt = tok.Expiry.Add(-refreshMargin(s.margin, lifetime))
+	s.retryAt, s.failures, s.warned = time.Time{}, 0, false
+	return endedLogged
+}
+
+// failed counts a failed request. While the current token is valid, it
+// sets when the next refresh may start and reports whether this failure
+// starts a run to log. Without a valid token there is no wait: the callers
+// waiting get err, and the next call asks again. s.mu is held.
+func (s *tokenCache) failed(err error, now time.Time) (startedRun bool) {
+	s.failures++
+	if s.tok == nil || s.tok.expired(now) {
+		return false
+	}
+	wait := time.Second << min(s.failures-1, maxBackoffShift)
+	s.retryAt = now.Add(min(wait, s.tok.Expiry.Sub(now)))
+	if s.warned {
+		return false
+	}
+	s.warned = true
+	return true
 }
 
 // refreshMargin is how long before expiry a token of the given lifetime is

@@ -1,10 +1,13 @@
 package management
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -556,4 +559,146 @@ func TestTokenSourceErrorPassesUnchanged(t *testing.T) {
 	if n := mt.GetTotalCallCount(); n != 0 {
 		t.Errorf("%d requests sent", n)
 	}
+}
+
+// flakyIssuer answers the token endpoint: the first request with tok-1,
+// the next `fail` with 503 (all when fail < 0), then tok-2, tok-3, ...
+// every token valid for 600 s. It records when each request came.
+type flakyIssuer struct {
+	fail  int
+	start time.Time
+
+	mu    sync.Mutex
+	times []time.Duration // since start
+}
+
+func (fi *flakyIssuer) respond(*http.Request) (*http.Response, error) {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	n := len(fi.times)
+	fi.times = append(fi.times, time.Since(fi.start))
+	issued := 1
+	if n > 0 {
+		if fi.fail < 0 || n <= fi.fail {
+			return httpmock.NewStringResponse(503, "down"), nil
+		}
+		issued = n - fi.fail + 1
+	}
+	return httpmock.NewJsonResponse(200, map[string]any{
+		"access_token": fmt.Sprintf("tok-%d", issued), "token_type": "Bearer", "expires_in": 600,
+	})
+}
+
+func (fi *flakyIssuer) requestTimes() []time.Duration {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	return append([]time.Duration(nil), fi.times...)
+}
+
+// echoToken answers with the token the request carried.
+func echoToken(r *http.Request) (*http.Response, error) {
+	return httpmock.NewJsonResponse(200, map[string]any{"token": strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+}
+
+// countLogs counts the JSON records in logs whose level is level and whose
+// message contains msg.
+func countLogs(t *testing.T, logs *bytes.Buffer, level, msg string) int {
+	t.Helper()
+	n := 0
+	for line := range strings.Lines(logs.String()) {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log record %q: %v", line, err)
+		}
+		if rec.Level == level && strings.Contains(rec.Msg, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+func seconds(s ...float64) []time.Duration {
+	d := make([]time.Duration, len(s))
+	for i, v := range s {
+		d[i] = time.Duration(v * float64(time.Second))
+	}
+	return d
+}
+
+func TestFailingRefreshBacksOffAndLogsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
+		fi := &flakyIssuer{fail: 5, start: time.Now()}
+		mt.RegisterResponder(http.MethodPost, tokenURL, fi.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", echoToken)
+
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(530 * time.Second)
+		// A call every 250 ms from 530 s to 580 s. Due for refresh at 540 s;
+		// the refreshes fail 5 times, 1, 2, 4 and 8 s apart, then succeed.
+		for time.Since(fi.start) < 580*time.Second {
+			out, _, err := getRaw(context.Background(), c, "/users", "")
+			want := "tok-1"
+			if time.Since(fi.start) > 571*time.Second {
+				want = "tok-2"
+			}
+			if err != nil || out["token"] != want {
+				t.Fatalf("at %v: %v, %v; want %s", time.Since(fi.start), out, err, want)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		synctest.Wait() // the last refresh has logged
+		if diff := cmp.Diff(seconds(0, 540, 541, 543, 547, 555, 571), fi.requestTimes()); diff != "" {
+			t.Errorf("token requests at (-want +got):\n%s", diff)
+		}
+		if n := countLogs(t, &logs, "WARN", "token refresh failed"); n != 1 {
+			t.Errorf("%d Warn records of the failures, want 1:\n%s", n, logs.String())
+		}
+		if n := countLogs(t, &logs, "INFO", "token refresh succeeded again"); n != 1 || !strings.Contains(logs.String(), `"failures":5`) {
+			t.Errorf("%d Info records of the recovery, want 1 saying 5 failures:\n%s", n, logs.String())
+		}
+	})
+}
+
+func TestFailingRefreshNeverDelaysCallersWithoutAToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
+		fi := &flakyIssuer{fail: -1, start: time.Now()}
+		mt.RegisterResponder(http.MethodPost, tokenURL, fi.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", echoToken)
+
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(530 * time.Second)
+		// A call a second from 530 s to 605 s. The token expires at 600 s:
+		// from then on there is no token to keep, and every call asks for
+		// one at once and gets the token endpoint's failure.
+		for time.Since(fi.start) <= 605*time.Second {
+			at := time.Since(fi.start)
+			out, _, err := getRaw(context.Background(), c, "/users", "")
+			var ae *APIError
+			switch {
+			case at < 600*time.Second && (err != nil || out["token"] != "tok-1"):
+				t.Fatalf("at %v: %v, %v; want tok-1 until it expires", at, out, err)
+			case at >= 600*time.Second && (!errors.As(err, &ae) || ae.StatusCode != 503 || time.Since(fi.start) != at):
+				t.Fatalf("at %v: %v, after %v; want the token endpoint's 503 at once", at, err, time.Since(fi.start)-at)
+			}
+			time.Sleep(time.Second)
+		}
+		synctest.Wait() // the last refresh has logged
+		want := seconds(0, 540, 541, 543, 547, 555, 571, 600, 601, 602, 603, 604, 605)
+		if diff := cmp.Diff(want, fi.requestTimes()); diff != "" {
+			t.Errorf("token requests at (-want +got):\n%s", diff)
+		}
+		if n := countLogs(t, &logs, "WARN", "token refresh failed"); n != 1 {
+			t.Errorf("%d Warn records of the failures, want 1:\n%s", n, logs.String())
+		}
+	})
 }
