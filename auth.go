@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 )
 
 // Token is a management access token.
 //
-// Token is safe to print and log: String, GoString and LogValue redact the
-// access token.
+// Token is safe to print and log: String, GoString, LogValue, MarshalJSON
+// and Format (every fmt verb) redact the access token. The one exception is
+// fmt's, not Token's: %p on a Token value (not a pointer), which go vet
+// reports, prints the fields without calling any method.
 type Token struct {
 	AccessToken string
 	TokenType   string    // as returned ("Bearer"); sent back as "<TokenType> <AccessToken>"
@@ -48,6 +52,10 @@ func (t Token) MarshalJSON() ([]byte, error) {
 		"expiry":       t.Expiry,
 	})
 }
+
+// Format writes String whatever the verb (quoted for %q), so that no verb,
+// %d or %x included, prints the access token.
+func (t Token) Format(f fmt.State, verb rune) { formatRedacted(f, verb, t.String()) }
 
 // check says why t cannot be sent, naming the offending field (accessName
 // or typeName), never its value: an empty access token, or a character that
@@ -124,6 +132,11 @@ func (s *checkedSource) Token(ctx context.Context) (*Token, error) {
 	return tok, nil
 }
 
+// Format names the source's type only: the source may hold credentials.
+func (s *checkedSource) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, fmt.Sprintf("management.checkedSource{TokenSource:%T}", s.src))
+}
+
 // tokenFetchTimeout bounds one token request, which runs detached from the
 // callers waiting for it.
 const tokenFetchTimeout = 30 * time.Second
@@ -165,6 +178,11 @@ func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCac
 		auth:   "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+secret)),
 		margin: margin,
 	}
+}
+
+// Format describes s without its credentials or token, whatever the verb.
+func (s *tokenCache) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, "management.tokenCache{Credentials:"+redacted+"}")
 }
 
 // Token returns the cached token. Once the token is due for refresh, the
@@ -298,6 +316,12 @@ type tokenResponse struct {
 	Error       string `json:"error"`
 }
 
+// Format describes r without its access token, whatever the verb.
+func (r tokenResponse) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, fmt.Sprintf("management.tokenResponse{AccessToken:%s, TokenType:%q, ExpiresIn:%d}",
+		redact(r.AccessToken), r.TokenType, r.ExpiresIn))
+}
+
 // check says why r is not a token the client can use, naming the field at
 // fault, never a token.
 func (r *tokenResponse) check() error {
@@ -334,4 +358,17 @@ func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, ti
 	// overflow for absurd values, and a refresh a day costs nothing.
 	lifetime := time.Duration(min(tr.ExpiresIn, maxTokenLifetime)) * time.Second
 	return &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
+}
+
+// Format describes c without its credentials or tokens, whatever the verb.
+func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
+
+// formatRedacted is the Format of the types that hold a secret: it writes
+// their redacted description for every verb, quoted for %q, so that no
+// verb falls through to fmt's field-by-field printing.
+func formatRedacted(f fmt.State, verb rune, description string) {
+	if verb == 'q' {
+		description = strconv.Quote(description)
+	}
+	_, _ = io.WriteString(f, description)
 }

@@ -107,6 +107,12 @@ func (c Config) String() string {
 // GoString is String, so that %#v redacts too.
 func (c Config) GoString() string { return c.String() }
 
+// Format writes String whatever the verb (quoted for %q), so that no verb,
+// %d or %x included, prints the client id or secret. fmt itself prints a
+// Config value (not a pointer) under %p field by field, calling no method:
+// go vet reports that misuse, and nothing here can redact it.
+func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
+
 // LogValue describes c to log/slog with the client id and secret redacted.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
