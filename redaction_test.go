@@ -2,6 +2,8 @@ package management
 
 import (
 	"encoding/hex"
+	"encoding/json"
+	"maps"
 	"reflect"
 	"strconv"
 
@@ -10,6 +12,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -172,5 +175,88 @@ func TestEveryVerbRedacts(t *testing.T) {
 		if got := fmt.Sprintf(format, cfg); got != want {
 			t.Errorf("Config formatted with %s = %q, want %q", format, got, want)
 		}
+	}
+}
+
+func TestConfigShowsEffectiveValues(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		str      string
+		logValue map[string]any // also MarshalJSON's, durations aside
+	}{
+		{
+			name: "defaults",
+			cfg:  Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret},
+			str: `management.Config{BaseURL:"https://api.example.test", ClientID:REDACTED, ClientSecret:REDACTED, TokenSource:false, ` +
+				`MaxRetries:4, RetryWaitMin:250ms, RetryWaitMax:15s, RefreshMargin:lifetime/10, ` +
+				`PathPrefix:"/v2/api/management/service_connect", UnsetMarker:"$ServiceUnset$", AllowInsecureHTTP:false, MaxResponseBytes:33554432}`,
+			logValue: map[string]any{
+				"base_url": mockBaseURL, "client_id": "REDACTED", "client_secret": "REDACTED", "token_source": false,
+				"max_retries": 4.0, "retry_wait_min": "250ms", "retry_wait_max": "15s", "refresh_margin": "lifetime/10",
+				"path_prefix": defaultPathPrefix, "unset_marker": defaultUnsetMarker, "allow_insecure_http": false,
+				"max_response_bytes": float64(defaultMaxResponseBytes),
+			},
+		},
+		{
+			name: "never retry, no margin",
+			cfg: Config{BaseURL: "http://10.0.0.1", TokenSource: staticSource("t"), MaxRetries: -1, RefreshMargin: -1,
+				RetryWaitMin: time.Second, RetryWaitMax: time.Minute, PathPrefix: "/api", UnsetMarker: "!unset",
+				AllowInsecureHTTP: true, MaxResponseBytes: 1024},
+			str: `management.Config{BaseURL:"http://10.0.0.1", ClientID:"", ClientSecret:"", TokenSource:true, ` +
+				`MaxRetries:0, RetryWaitMin:1s, RetryWaitMax:1m0s, RefreshMargin:0s, ` +
+				`PathPrefix:"/api", UnsetMarker:"!unset", AllowInsecureHTTP:true, MaxResponseBytes:1024}`,
+			logValue: map[string]any{
+				"base_url": "http://10.0.0.1", "client_id": `""`, "client_secret": `""`, "token_source": true,
+				"max_retries": 0.0, "retry_wait_min": "1s", "retry_wait_max": "1m0s", "refresh_margin": "0s",
+				"path_prefix": "/api", "unset_marker": "!unset", "allow_insecure_http": true, "max_response_bytes": 1024.0,
+			},
+		},
+		{
+			name: "margin set",
+			cfg:  Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret, MaxRetries: 7, RefreshMargin: 90 * time.Second},
+			str: `management.Config{BaseURL:"https://api.example.test", ClientID:REDACTED, ClientSecret:REDACTED, TokenSource:false, ` +
+				`MaxRetries:7, RetryWaitMin:250ms, RetryWaitMax:15s, RefreshMargin:1m30s, ` +
+				`PathPrefix:"/v2/api/management/service_connect", UnsetMarker:"$ServiceUnset$", AllowInsecureHTTP:false, MaxResponseBytes:33554432}`,
+			logValue: map[string]any{
+				"base_url": mockBaseURL, "client_id": "REDACTED", "client_secret": "REDACTED", "token_source": false,
+				"max_retries": 7.0, "retry_wait_min": "250ms", "retry_wait_max": "15s", "refresh_margin": "1m30s",
+				"path_prefix": defaultPathPrefix, "unset_marker": defaultUnsetMarker, "allow_insecure_http": false,
+				"max_response_bytes": float64(defaultMaxResponseBytes),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.str, tt.cfg.String()); diff != "" {
+				t.Errorf("String (-want +got):\n%s", diff)
+			}
+			raw, err := json.Marshal(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.logValue, got); diff != "" {
+				t.Errorf("MarshalJSON (-want +got):\n%s", diff)
+			}
+			// LogValue: the same values, durations in nanoseconds under the JSON handler.
+			var logs bytes.Buffer
+			slog.New(slog.NewJSONHandler(&logs, nil)).Info("m", "cfg", tt.cfg)
+			var rec struct{ Cfg map[string]any }
+			if err := json.Unmarshal(logs.Bytes(), &rec); err != nil {
+				t.Fatal(err)
+			}
+			want := maps.Clone(tt.logValue)
+			for _, k := range []string{"retry_wait_min", "retry_wait_max"} {
+				d, _ := time.ParseDuration(want[k].(string))
+				want[k] = float64(d)
+			}
+			if diff := cmp.Diff(want, rec.Cfg); diff != "" {
+				t.Errorf("LogValue (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
