@@ -468,8 +468,14 @@ func TestTokenEndpointAnswerNotSendableIsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, mt := setup(t)
-			mt.RegisterResponder(http.MethodPost, tokenURL, httpmock.NewStringResponder(200, tt.body).Once().
-				Then(jsonResponder(200, map[string]any{"access_token": "good", "token_type": "Bearer", "expires_in": 600})))
+			answers := httpmock.NewStringResponder(200, tt.body).Once().
+				Then(jsonResponder(200, map[string]any{"access_token": "good", "token_type": "Bearer", "expires_in": 600}))
+			mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testHeader(t, r, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(mockID+":"+mockSecret)))
+				testBody(t, r, grantBody)
+				return answers(r)
+			})
 			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
 				testHeader(t, r, "Authorization", "Bearer good")
 				return httpmock.NewJsonResponse(200, map[string]any{})
