@@ -236,7 +236,7 @@ func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
 	if err == nil {
 		ended = s.succeeded(tok, lifetime)
 	} else {
-		started = s.failed(err, time.Now())
+		started = s.failed(time.Now())
 	}
 	f.tok, f.err = tok, err
 	s.inflight = nil
@@ -267,8 +267,8 @@ func (s *tokenCache) succeeded(tok *Token, lifetime time.Duration) (endedLogged 
 // failed counts a failed request. While the current token is valid, it
 // sets when the next refresh may start and reports whether this failure
 // starts a run to log. Without a valid token there is no wait: the callers
-// waiting get err, and the next call asks again. s.mu is held.
-func (s *tokenCache) failed(err error, now time.Time) (startedRun bool) {
+// waiting get the error, and the next call asks again. s.mu is held.
+func (s *tokenCache) failed(now time.Time) (startedRun bool) {
 	s.failures++
 	if s.tok == nil || s.tok.expired(now) {
 		return false
