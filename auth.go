@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 )
 
 // Token is a management access token.
 //
-// Token is safe to print and log: String, GoString and LogValue redact the
-// access token.
+// Token is safe to print and log: String, GoString, LogValue, MarshalJSON
+// and Format (every fmt verb) redact the access token. The one exception is
+// fmt's, not Token's: %p on a Token value (not a pointer), which go vet
+// reports, prints the fields without calling any method.
 type Token struct {
 	AccessToken string
 	TokenType   string    // as returned ("Bearer"); sent back as "<TokenType> <AccessToken>"
@@ -49,6 +53,43 @@ func (t Token) MarshalJSON() ([]byte, error) {
 	})
 }
 
+// Format writes String whatever the verb (quoted for %q), so that no verb,
+// %d or %x included, prints the access token.
+func (t Token) Format(f fmt.State, verb rune) { formatRedacted(f, verb, t.String()) }
+
+// check says why t cannot be sent, naming the offending field (accessName
+// or typeName), never its value: an empty access token, or a character that
+// cannot travel in an Authorization header, or that would split it. An
+// empty TokenType is allowed; it is sent as "Bearer".
+func (t *Token) check(accessName, typeName string) error {
+	if t.AccessToken == "" {
+		return fmt.Errorf("%s is empty", accessName)
+	}
+	if why := headerUnsafe(t.AccessToken); why != "" {
+		return fmt.Errorf("%s %s", accessName, why)
+	}
+	if why := headerUnsafe(t.TokenType); why != "" {
+		return fmt.Errorf("%s %s", typeName, why)
+	}
+	return nil
+}
+
+// headerUnsafe says what in s keeps it from being one word of a header
+// value: a control character (CR, LF, NUL, DEL, ...) would be refused by
+// net/http on every request or end the header, a space would split
+// "<type> <token>". It returns "" when s is safe.
+func headerUnsafe(s string) string {
+	for i := range len(s) {
+		switch b := s[i]; {
+		case b < 0x20 || b == 0x7f:
+			return "holds a control character, which cannot travel in an HTTP header"
+		case b == ' ':
+			return "holds a space, which would split the Authorization header"
+		}
+	}
+	return ""
+}
+
 // header is the Authorization header value that carries t.
 func (t *Token) header() string {
 	typ := t.TokenType
@@ -70,12 +111,42 @@ type TokenSource interface {
 	Token(ctx context.Context) (*Token, error)
 }
 
+// checkedSource is a Config.TokenSource as the Client uses it: each token
+// it returns is checked before it is sent, so that a source's mistake (no
+// token, an empty one, one with a line break) fails the call with an error
+// rather than a panic or a request that cannot be sent.
+type checkedSource struct{ src TokenSource }
+
+// Token returns the source's token once checked. Its errors pass unchanged.
+func (s *checkedSource) Token(ctx context.Context) (*Token, error) {
+	tok, err := s.src.Token(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case tok == nil:
+		return nil, errorf("%w: Config.TokenSource returned neither a token nor an error", ErrInvalidArgument)
+	}
+	if err := tok.check("AccessToken", "TokenType"); err != nil {
+		return nil, errorf("%w: Config.TokenSource returned a Token whose %v", ErrInvalidArgument, err)
+	}
+	return tok, nil
+}
+
+// Format names the source's type only: the source may hold credentials.
+func (s *checkedSource) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, fmt.Sprintf("management.checkedSource{TokenSource:%T}", s.src))
+}
+
 // tokenFetchTimeout bounds one token request, which runs detached from the
 // callers waiting for it.
 const tokenFetchTimeout = 30 * time.Second
 
 // maxTokenLifetime caps expires_in, in seconds.
 const maxTokenLifetime = 24 * 60 * 60
+
+// maxBackoffShift caps the doubling of the wait after failed refreshes:
+// 2^17 s is more than a day, the longest lifetime kept.
+const maxBackoffShift = 17
 
 // tokenCache is the client's TokenSource: it fetches tokens with the
 // client-credentials flow, keeps one, and refreshes it lazily before expiry.
@@ -87,7 +158,10 @@ type tokenCache struct {
 
 	mu        sync.Mutex
 	tok       *Token
-	refreshAt time.Time
+	refreshAt time.Time   // when tok is due for refresh
+	retryAt   time.Time   // after a failed refresh, the earliest next one while tok is valid
+	failures  int         // token requests failed in a row
+	warned    bool        // this run of failures has been logged
 	inflight  *tokenFetch // non-nil while a request is under way
 }
 
@@ -106,18 +180,26 @@ func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCac
 	}
 }
 
+// Format describes s without its credentials or token, whatever the verb.
+func (s *tokenCache) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, "management.tokenCache{Credentials:"+redacted+"}")
+}
+
 // Token returns the cached token. Once the token is due for refresh, the
 // first call starts one token request; until it completes, callers keep
 // getting the current token while it has not expired, so a refresh neither
-// delays them nor fails them. Without a valid token, callers wait for the
-// request, each only as long as its own ctx allows; the request runs
-// detached from ctx, so a caller that gives up does not fail the others.
-// When a refresh fails, the current token is used until it expires.
+// delays them nor fails them. When a refresh fails, the current token is
+// used until it expires and the next refresh waits (1 s, then 2, 4, ...,
+// never past the expiry), so a failing token endpoint is not asked on
+// every call. Without a valid token, callers wait for the request, each
+// only as long as its own ctx allows; the request runs detached from ctx,
+// so a caller that gives up does not fail the others.
 func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	now := time.Now()
 	s.mu.Lock()
 	cur := s.tok
-	if cur != nil && now.Before(s.refreshAt) {
+	valid := cur != nil && !cur.expired(now)
+	if valid && (now.Before(s.refreshAt) || now.Before(s.retryAt)) {
 		s.mu.Unlock()
 		return cur, nil
 	}
@@ -128,36 +210,76 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 		go s.fetch(context.WithoutCancel(ctx), f)
 	}
 	s.mu.Unlock()
-	if cur != nil && !cur.expired(now) {
+	if valid {
 		return cur, nil
 	}
 
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("management: waiting for a token: %w", ctx.Err())
+		return nil, errorf("waiting for a token: %w", ctx.Err())
 	}
 	return f.tok, f.err
 }
 
+// fetch makes the token request of f, records its outcome and hands it to
+// the callers waiting for f. A run of failed refreshes is logged twice, at
+// its start (Warn) and at its end (Info), however long it lasts.
 func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
 	ctx, cancel := context.WithTimeout(ctx, tokenFetchTimeout)
 	defer cancel()
 	tok, lifetime, err := s.client.requestToken(ctx, s.auth)
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case err == nil:
-		s.tok = tok
-		s.refreshAt = tok.Expiry.Add(-refreshMargin(s.margin, lifetime))
-	case s.tok != nil && !s.tok.expired(time.Now()):
-		s.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token until it expires",
-			slog.String("error", err.Error()))
+	failures := s.failures
+	var started, ended bool
+	if err == nil {
+		ended = s.succeeded(tok, lifetime)
+	} else {
+		started = s.failed(time.Now())
 	}
 	f.tok, f.err = tok, err
 	s.inflight = nil
+	s.mu.Unlock()
 	close(f.done)
+
+	log := s.client.logger
+	switch {
+	case started:
+		log.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token until it expires and retrying with backoff",
+			slog.String("error", err.Error()))
+	case ended:
+		log.LogAttrs(ctx, slog.LevelInfo, "management: token refresh succeeded again",
+			slog.Int("failures", failures))
+	}
+}
+
+// succeeded stores tok and ends any run of failures; it reports whether
+// that run had been logged. s.mu is held.
+func (s *tokenCache) succeeded(tok *Token, lifetime time.Duration) (endedLogged bool) {
+	endedLogged = s.warned
+	s.tok = tok
+	s.refreshAt = tok.Expiry.Add(-refreshMargin(s.margin, lifetime))
+	s.retryAt, s.failures, s.warned = time.Time{}, 0, false
+	return endedLogged
+}
+
+// failed counts a failed request. While the current token is valid, it
+// sets when the next refresh may start and reports whether this failure
+// starts a run to log. Without a valid token there is no wait: the callers
+// waiting get the error, and the next call asks again. s.mu is held.
+func (s *tokenCache) failed(now time.Time) (startedRun bool) {
+	s.failures++
+	if s.tok == nil || s.tok.expired(now) {
+		return false
+	}
+	wait := time.Second << min(s.failures-1, maxBackoffShift)
+	s.retryAt = now.Add(min(wait, s.tok.Expiry.Sub(now)))
+	if s.warned {
+		return false
+	}
+	s.warned = true
+	return true
 }
 
 // refreshMargin is how long before expiry a token of the given lifetime is
@@ -185,32 +307,68 @@ func (s *tokenCache) Invalidate(stale *Token) {
 	s.mu.Unlock()
 }
 
-// tokenResponse is the token endpoint's AccessTokenResponse.
+// tokenResponse is the token endpoint's AccessTokenResponse. Error is not
+// part of it: it catches the OAuth error shape sent with a 200.
 type tokenResponse struct {
 	AccessToken string `json:"access_token"`
 	TokenType   string `json:"token_type"`
 	ExpiresIn   int64  `json:"expires_in"`
+	Error       string `json:"error"`
+}
+
+// Format describes r without its access token, whatever the verb.
+func (r tokenResponse) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, fmt.Sprintf("management.tokenResponse{AccessToken:%s, TokenType:%q, ExpiresIn:%d}",
+		redact(r.AccessToken), r.TokenType, r.ExpiresIn))
+}
+
+// check says why r is not a token the client can use, naming the field at
+// fault, never a token.
+func (r *tokenResponse) check() error {
+	switch {
+	case r == nil:
+		return errors.New("token response is null")
+	case r.Error != "":
+		return fmt.Errorf("token response is an error, %q", r.Error)
+	case r.ExpiresIn <= 0:
+		return errors.New("token response without a positive expires_in")
+	}
+	tok := Token{AccessToken: r.AccessToken, TokenType: r.TokenType}
+	return tok.check("access_token", "token_type")
 }
 
 // grantBody is the token request's body; the grant is always client credentials.
 const grantBody = `{"grant_type":"client_credentials"}`
 
 // requestToken makes the client-credentials request (RFC 6749 section 4.4,
-// with the JSON body the service requires).
+// with the JSON body the service requires). An answer that is not a token
+// the client can send is a *DecodeError, so that it is never cached.
 func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, time.Duration, error) {
 	op := &operation{method: "POST", path: "/auth/token", body: []byte(grantBody), tokenAuth: basicAuth}
-	var tr tokenResponse
+	var tr *tokenResponse
 	status, err := c.do(ctx, op, &tr)
 	if err != nil {
 		return nil, 0, err
 	}
 	received := time.Now()
-	if tr.AccessToken == "" || tr.ExpiresIn <= 0 {
-		return nil, 0, &DecodeError{Method: op.method, Path: op.path, StatusCode: status,
-			Err: errors.New("token response without access_token or a positive expires_in")}
+	if err := tr.check(); err != nil {
+		return nil, 0, &DecodeError{Method: op.method, Path: op.path, StatusCode: status, Err: err}
 	}
 	// A lifetime beyond a day is treated as a day: time.Duration would
 	// overflow for absurd values, and a refresh a day costs nothing.
 	lifetime := time.Duration(min(tr.ExpiresIn, maxTokenLifetime)) * time.Second
 	return &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
+}
+
+// Format describes c without its credentials or tokens, whatever the verb.
+func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
+
+// formatRedacted is the Format of the types that hold a secret: it writes
+// their redacted description for every verb, quoted for %q, so that no
+// verb falls through to fmt's field-by-field printing.
+func formatRedacted(f fmt.State, verb rune, description string) {
+	if verb == 'q' {
+		description = strconv.Quote(description)
+	}
+	_, _ = io.WriteString(f, description)
 }

@@ -98,33 +98,95 @@ func redact(s string) string {
 	return redacted
 }
 
-// String describes c with the client id and secret redacted.
+// withDefaults returns c as a Client built from it behaves: the zero fields
+// that have a default set to it, and a negative MaxRetries (never retry) as 0.
+// RefreshMargin is left as is: its default depends on each token's lifetime.
+func (c Config) withDefaults() Config {
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = defaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	c.RetryWaitMin = cmp.Or(c.RetryWaitMin, defaultRetryWaitMin)
+	c.RetryWaitMax = cmp.Or(c.RetryWaitMax, defaultRetryWaitMax)
+	c.PathPrefix = cmp.Or(c.PathPrefix, defaultPathPrefix)
+	c.UnsetMarker = cmp.Or(c.UnsetMarker, defaultUnsetMarker)
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, defaultMaxResponseBytes)
+	return c
+}
+
+// refreshMarginText describes the effective Config.RefreshMargin.
+func refreshMarginText(m time.Duration) string {
+	switch {
+	case m == 0:
+		return "lifetime/10"
+	case m < 0:
+		return "0s"
+	}
+	return m.String()
+}
+
+// String describes c with the client id and secret redacted and the
+// defaults filled in: the values a Client built from c uses. MaxRetries 0
+// means never retry; a RefreshMargin of "lifetime/10" is the default, a
+// tenth of each token's lifetime.
 func (c Config) String() string {
-	return fmt.Sprintf("management.Config{BaseURL:%q, ClientID:%s, ClientSecret:%s, TokenSource:%t, PathPrefix:%q, MaxRetries:%d}",
-		c.BaseURL, redact(c.ClientID), redact(c.ClientSecret), c.TokenSource != nil, c.PathPrefix, c.MaxRetries)
+	d := c.withDefaults()
+	return fmt.Sprintf("management.Config{BaseURL:%q, ClientID:%s, ClientSecret:%s, TokenSource:%t, "+
+		"MaxRetries:%d, RetryWaitMin:%v, RetryWaitMax:%v, RefreshMargin:%s, PathPrefix:%q, UnsetMarker:%q, "+
+		"AllowInsecureHTTP:%t, MaxResponseBytes:%d}",
+		d.BaseURL, redact(d.ClientID), redact(d.ClientSecret), d.TokenSource != nil,
+		d.MaxRetries, d.RetryWaitMin, d.RetryWaitMax, refreshMarginText(d.RefreshMargin), d.PathPrefix, d.UnsetMarker,
+		d.AllowInsecureHTTP, d.MaxResponseBytes)
 }
 
 // GoString is String, so that %#v redacts too.
 func (c Config) GoString() string { return c.String() }
 
-// LogValue describes c to log/slog with the client id and secret redacted.
+// Format writes String whatever the verb (quoted for %q), so that no verb,
+// %d or %x included, prints the client id or secret. fmt itself prints a
+// Config value (not a pointer) under %p field by field, calling no method:
+// go vet reports that misuse, and nothing here can redact it.
+func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
+
+// LogValue describes c to log/slog as String does.
 func (c Config) LogValue() slog.Value {
+	d := c.withDefaults()
 	return slog.GroupValue(
-		slog.String("base_url", c.BaseURL),
-		slog.String("client_id", redact(c.ClientID)),
-		slog.String("client_secret", redact(c.ClientSecret)),
-		slog.Bool("token_source", c.TokenSource != nil),
+		slog.String("base_url", d.BaseURL),
+		slog.String("client_id", redact(d.ClientID)),
+		slog.String("client_secret", redact(d.ClientSecret)),
+		slog.Bool("token_source", d.TokenSource != nil),
+		slog.Int("max_retries", d.MaxRetries),
+		slog.Duration("retry_wait_min", d.RetryWaitMin),
+		slog.Duration("retry_wait_max", d.RetryWaitMax),
+		slog.String("refresh_margin", refreshMarginText(d.RefreshMargin)),
+		slog.String("path_prefix", d.PathPrefix),
+		slog.String("unset_marker", d.UnsetMarker),
+		slog.Bool("allow_insecure_http", d.AllowInsecureHTTP),
+		slog.Int64("max_response_bytes", d.MaxResponseBytes),
 	)
 }
 
-// MarshalJSON encodes c with the client id and secret redacted, so that a
-// Config nested in a value logged by slog's JSON handler stays safe.
+// MarshalJSON encodes c as String describes it, so that a Config nested in
+// a value logged by slog's JSON handler stays safe. Durations are strings
+// ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
+	d := c.withDefaults()
 	return json.Marshal(map[string]any{
-		"base_url":      c.BaseURL,
-		"client_id":     redact(c.ClientID),
-		"client_secret": redact(c.ClientSecret),
-		"token_source":  c.TokenSource != nil,
+		"base_url":            d.BaseURL,
+		"client_id":           redact(d.ClientID),
+		"client_secret":       redact(d.ClientSecret),
+		"token_source":        d.TokenSource != nil,
+		"max_retries":         d.MaxRetries,
+		"retry_wait_min":      d.RetryWaitMin.String(),
+		"retry_wait_max":      d.RetryWaitMax.String(),
+		"refresh_margin":      refreshMarginText(d.RefreshMargin),
+		"path_prefix":         d.PathPrefix,
+		"unset_marker":        d.UnsetMarker,
+		"allow_insecure_http": d.AllowInsecureHTTP,
+		"max_response_bytes":  d.MaxResponseBytes,
 	})
 }
 
@@ -211,7 +273,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.TokenSource != nil {
-		c.tokens = cfg.TokenSource
+		c.tokens = &checkedSource{cfg.TokenSource}
 		c.invalidator, _ = cfg.TokenSource.(interface{ Invalidate(*Token) })
 	} else {
 		cache := newTokenCache(c, cfg.ClientID, cfg.ClientSecret, cfg.RefreshMargin)

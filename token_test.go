@@ -1,10 +1,13 @@
 package management
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -436,6 +439,272 @@ func TestAbsurdLifetimeCapped(t *testing.T) {
 		}
 		if want := time.Now().Add(24 * time.Hour); !tok.Expiry.Equal(want) {
 			t.Errorf("Expiry = %v, want a day from now (%v)", tok.Expiry, want)
+		}
+	})
+}
+
+func TestTokenEndpointAnswerNotSendableIsRefused(t *testing.T) {
+	const secret = "SECRETPART"
+	tests := []struct {
+		name  string
+		body  string
+		field string // named in the error
+	}{
+		{"CR in access_token", `{"access_token":"` + secret + `\r","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"LF in access_token", `{"access_token":"` + secret + `\nX-Evil: 1","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"NUL in access_token", `{"access_token":"` + secret + `\u0000","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"tab in access_token", `{"access_token":"` + secret + `\t","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"ESC in access_token", `{"access_token":"` + secret + `\u001b","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"DEL in access_token", `{"access_token":"` + secret + `\u007f","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"space in access_token", `{"access_token":"` + secret + ` x","token_type":"Bearer","expires_in":600}`, "access_token"},
+		{"LF in token_type", `{"access_token":"` + secret + `","token_type":"Bearer\n","expires_in":600}`, "token_type"},
+		{"space in token_type", `{"access_token":"` + secret + `","token_type":"Bearer x","expires_in":600}`, "token_type"},
+		{"no access_token", `{"token_type":"Bearer","expires_in":600}`, "access_token is empty"},
+		{"zero expires_in", `{"access_token":"` + secret + `","token_type":"Bearer","expires_in":0}`, "expires_in"},
+		{"negative expires_in", `{"access_token":"` + secret + `","token_type":"Bearer","expires_in":-5}`, "expires_in"},
+		{"null", `null`, "null"},
+		{"error shape", `{"error":"invalid_client","error_description":"no"}`, `an error, "invalid_client"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := setup(t)
+			answers := httpmock.NewStringResponder(200, tt.body).Once().
+				Then(jsonResponder(200, map[string]any{"access_token": "good", "token_type": "Bearer", "expires_in": 600}))
+			mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testHeader(t, r, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(mockID+":"+mockSecret)))
+				testBody(t, r, grantBody)
+				return answers(r)
+			})
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+				testHeader(t, r, "Authorization", "Bearer good")
+				return httpmock.NewJsonResponse(200, map[string]any{})
+			})
+
+			_, _, err := getRaw(context.Background(), c, "/users", "")
+			var de *DecodeError
+			if !errors.As(err, &de) || de.Method != "POST" || de.Path != "/auth/token" || de.StatusCode != 200 {
+				t.Fatalf("err = %v (%T), want a *DecodeError of POST /auth/token", err, err)
+			}
+			if !strings.Contains(err.Error(), tt.field) || strings.Contains(err.Error(), secret) {
+				t.Errorf("err = %q, want it to name %q and not hold the token", err, tt.field)
+			}
+			if n := mt.GetCallCountInfo()["GET "+mockPrefix+"/users"]; n != 0 {
+				t.Errorf("%d requests carried the refused token", n)
+			}
+			// Never cached: the next call asks the token endpoint again.
+			if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+				t.Fatalf("next call: %v, want a fresh token", err)
+			}
+			if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 2 {
+				t.Errorf("token requests = %d, want 2", n)
+			}
+		})
+	}
+}
+
+func TestTokenEndpointEmptyTypeIsBearer(t *testing.T) {
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(200, map[string]any{"access_token": "t-1", "expires_in": 600}))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testHeader(t, r, "Authorization", "Bearer t-1")
+		return httpmock.NewJsonResponse(200, map[string]any{})
+	})
+	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// funcSource is a TokenSource made of a function.
+type funcSource func(context.Context) (*Token, error)
+
+func (f funcSource) Token(ctx context.Context) (*Token, error) { return f(ctx) }
+
+func TestTokenSourceMistakesRefusedBeforeSending(t *testing.T) {
+	const secret = "SECRETPART"
+	tests := []struct {
+		name  string
+		tok   *Token
+		field string // named in the error
+	}{
+		{"nil token, nil error", nil, "neither a token nor an error"},
+		{"empty access token", &Token{TokenType: "Bearer"}, "AccessToken is empty"},
+		{"LF in access token", &Token{AccessToken: secret + "\nX-Evil: 1"}, "AccessToken holds a control character"},
+		{"NUL in access token", &Token{AccessToken: secret + "\x00"}, "AccessToken holds a control character"},
+		{"DEL in access token", &Token{AccessToken: secret + "\x7f"}, "AccessToken holds a control character"},
+		{"space in access token", &Token{AccessToken: secret + " x"}, "AccessToken holds a space"},
+		{"CR in token type", &Token{AccessToken: secret, TokenType: "Bearer\r"}, "TokenType holds a control character"},
+		{"space in token type", &Token{AccessToken: secret, TokenType: "Be arer"}, "TokenType holds a space"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := funcSource(func(context.Context) (*Token, error) { return tt.tok, nil })
+			c, mt := setup(t, Config{TokenSource: src})
+			_, _, err := getRaw(context.Background(), c, "/users", "")
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("err = %v, want ErrInvalidArgument", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "management: invalid argument: Config.TokenSource returned ") ||
+				strings.Count(msg, "management: ") != 1 || !strings.Contains(msg, tt.field) || strings.Contains(msg, secret) {
+				t.Errorf("err = %q, want it to name Config.TokenSource and %q once prefixed, never the token", msg, tt.field)
+			}
+			if n := mt.GetTotalCallCount(); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+}
+
+func TestTokenSourceErrorPassesUnchanged(t *testing.T) {
+	boom := errors.New("vault unreachable")
+	c, mt := setup(t, Config{TokenSource: funcSource(func(context.Context) (*Token, error) { return nil, boom })})
+	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != boom {
+		t.Errorf("err = %v, want the source's own error", err)
+	}
+	if n := mt.GetTotalCallCount(); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}
+
+// flakyIssuer answers the token endpoint: the first request with tok-1,
+// the next `fail` with 503 (all when fail < 0), then tok-2, tok-3, ...
+// every token valid for 600 s. It records when each request came.
+type flakyIssuer struct {
+	fail  int
+	start time.Time
+
+	mu    sync.Mutex
+	times []time.Duration // since start
+}
+
+func (fi *flakyIssuer) respond(*http.Request) (*http.Response, error) {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	n := len(fi.times)
+	fi.times = append(fi.times, time.Since(fi.start))
+	issued := 1
+	if n > 0 {
+		if fi.fail < 0 || n <= fi.fail {
+			return httpmock.NewStringResponse(503, "down"), nil
+		}
+		issued = n - fi.fail + 1
+	}
+	return httpmock.NewJsonResponse(200, map[string]any{
+		"access_token": fmt.Sprintf("tok-%d", issued), "token_type": "Bearer", "expires_in": 600,
+	})
+}
+
+func (fi *flakyIssuer) requestTimes() []time.Duration {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	return append([]time.Duration(nil), fi.times...)
+}
+
+// echoToken answers with the token the request carried.
+func echoToken(r *http.Request) (*http.Response, error) {
+	return httpmock.NewJsonResponse(200, map[string]any{"token": strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+}
+
+// countLogs counts the JSON records in logs whose level is level and whose
+// message contains msg.
+func countLogs(t *testing.T, logs *bytes.Buffer, level, msg string) int {
+	t.Helper()
+	n := 0
+	for line := range strings.Lines(logs.String()) {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log record %q: %v", line, err)
+		}
+		if rec.Level == level && strings.Contains(rec.Msg, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+func seconds(s ...float64) []time.Duration {
+	d := make([]time.Duration, len(s))
+	for i, v := range s {
+		d[i] = time.Duration(v * float64(time.Second))
+	}
+	return d
+}
+
+func TestFailingRefreshBacksOffAndLogsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
+		fi := &flakyIssuer{fail: 5, start: time.Now()}
+		mt.RegisterResponder(http.MethodPost, tokenURL, fi.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", echoToken)
+
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(530 * time.Second)
+		// A call every 250 ms from 530 s to 580 s. Due for refresh at 540 s;
+		// the refreshes fail 5 times, 1, 2, 4 and 8 s apart, then succeed.
+		for time.Since(fi.start) < 580*time.Second {
+			out, _, err := getRaw(context.Background(), c, "/users", "")
+			want := "tok-1"
+			if time.Since(fi.start) > 571*time.Second {
+				want = "tok-2"
+			}
+			if err != nil || out["token"] != want {
+				t.Fatalf("at %v: %v, %v; want %s", time.Since(fi.start), out, err, want)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		synctest.Wait() // the last refresh has logged
+		if diff := cmp.Diff(seconds(0, 540, 541, 543, 547, 555, 571), fi.requestTimes()); diff != "" {
+			t.Errorf("token requests at (-want +got):\n%s", diff)
+		}
+		if n := countLogs(t, &logs, "WARN", "token refresh failed"); n != 1 {
+			t.Errorf("%d Warn records of the failures, want 1:\n%s", n, logs.String())
+		}
+		if n := countLogs(t, &logs, "INFO", "token refresh succeeded again"); n != 1 || !strings.Contains(logs.String(), `"failures":5`) {
+			t.Errorf("%d Info records of the recovery, want 1 saying 5 failures:\n%s", n, logs.String())
+		}
+	})
+}
+
+func TestFailingRefreshNeverDelaysCallersWithoutAToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
+		fi := &flakyIssuer{fail: -1, start: time.Now()}
+		mt.RegisterResponder(http.MethodPost, tokenURL, fi.respond)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", echoToken)
+
+		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(530 * time.Second)
+		// A call a second from 530 s to 605 s. The token expires at 600 s:
+		// from then on there is no token to keep, and every call asks for
+		// one at once and gets the token endpoint's failure.
+		for time.Since(fi.start) <= 605*time.Second {
+			at := time.Since(fi.start)
+			out, _, err := getRaw(context.Background(), c, "/users", "")
+			var ae *APIError
+			switch {
+			case at < 600*time.Second && (err != nil || out["token"] != "tok-1"):
+				t.Fatalf("at %v: %v, %v; want tok-1 until it expires", at, out, err)
+			case at >= 600*time.Second && (!errors.As(err, &ae) || ae.StatusCode != 503 || time.Since(fi.start) != at):
+				t.Fatalf("at %v: %v, after %v; want the token endpoint's 503 at once", at, err, time.Since(fi.start)-at)
+			}
+			time.Sleep(time.Second)
+		}
+		synctest.Wait() // the last refresh has logged
+		want := seconds(0, 540, 541, 543, 547, 555, 571, 600, 601, 602, 603, 604, 605)
+		if diff := cmp.Diff(want, fi.requestTimes()); diff != "" {
+			t.Errorf("token requests at (-want +got):\n%s", diff)
+		}
+		if n := countLogs(t, &logs, "WARN", "token refresh failed"); n != 1 {
+			t.Errorf("%d Warn records of the failures, want 1:\n%s", n, logs.String())
 		}
 	})
 }
