@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -82,15 +81,15 @@ type authenticateResponse struct {
 // an *APIError.
 func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUserAuthentication, error) {
 	if strings.TrimSpace(accessToken) == "" {
-		return nil, fmt.Errorf("%w: the End User access token is empty", ErrInvalidArgument)
+		return nil, errorf("%w: the End User access token is empty", ErrInvalidArgument)
 	}
 	if !utf8.ValidString(accessToken) {
 		// encoding/json would replace the bad bytes: another token would be checked.
-		return nil, fmt.Errorf("%w: the End User access token is not valid UTF-8", ErrInvalidArgument)
+		return nil, errorf("%w: the End User access token is not valid UTF-8", ErrInvalidArgument)
 	}
 	body, err := json.Marshal(authenticateRequest{AccessToken: accessToken})
 	if err != nil {
-		return nil, fmt.Errorf("%w: the End User access token cannot be encoded", ErrInvalidArgument)
+		return nil, errorf("%w: the End User access token cannot be encoded", ErrInvalidArgument)
 	}
 	op := &operation{method: http.MethodPost, path: "/authenticate", body: body}
 	var ar authenticateResponse
@@ -175,7 +174,8 @@ const (
 // Authenticator is then safe for concurrent use. It must not be copied after
 // first use.
 type Authenticator struct {
-	// Client makes the authenticate calls. Required.
+	// Client makes the authenticate calls. Required: Handler panics
+	// without it.
 	Client *Client
 	// CacheTTL is how long a valid verdict is cached. 0: 30 s; negative:
 	// verdicts are not cached (concurrent checks of one token still share
@@ -248,15 +248,19 @@ func (a *Authenticator) init() {
 	a.cache, _ = simplelru.NewLRU[[sha256.Size]byte, authVerdict](size, nil) // fails only for size <= 0
 }
 
+// errNoClient is Check's answer when Authenticator.Client is not set.
+var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
+
 // Check reports who the End User of r is: the request's Authorization
 // header is checked with the service (or the cache). It returns the End User
 // when the token is valid and of role RoleAppUser; otherwise an error as
-// described on Authenticator.ErrorHandler. r's context bounds the wait.
-// Check does not call ErrorHandler.
+// described on Authenticator.ErrorHandler, or one matching
+// ErrInvalidArgument, naming Authenticator.Client, when it is not set. r's
+// context bounds the wait. Check does not call ErrorHandler.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.once.Do(a.init)
 	if a.Client == nil {
-		return nil, fmt.Errorf("%w: %w: Authenticator.Client is nil", ErrAuthenticationUnavailable, ErrInvalidArgument)
+		return nil, errNoClient
 	}
 	header := r.Header.Get("Authorization")
 	if strings.TrimSpace(header) == "" {
@@ -313,7 +317,7 @@ func (a *Authenticator) wait(ctx context.Context, call *authCall) (*EndUser, err
 	select {
 	case <-call.done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("management: waiting for the End User token check: %w", ctx.Err())
+		return nil, errorf("waiting for the End User token check: %w", ctx.Err())
 	}
 	if call.err != nil {
 		return nil, call.err
@@ -332,7 +336,7 @@ func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte,
 		// The error names the operation and status, never the token.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
 			slog.String("error", err.Error()))
-		err = fmt.Errorf("%w: %w", ErrAuthenticationUnavailable, err)
+		err = errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 
 	a.mu.Lock()
@@ -355,7 +359,7 @@ func (a *Authenticator) verdictFor(auth *EndUserAuthentication, now time.Time) a
 	case !auth.Valid:
 		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(a.invalidTTL)}
 	case auth.Role != RoleAppUser:
-		return authVerdict{err: fmt.Errorf("%w: %q", ErrForbiddenRole, auth.Role), expires: now.Add(a.validTTL)}
+		return authVerdict{err: errorf("%w: %q", ErrForbiddenRole, auth.Role), expires: now.Add(a.validTTL)}
 	}
 	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(a.validTTL)}
 }
@@ -382,7 +386,14 @@ func relayable(cr *ClientResponse) *ClientResponse {
 // through, with the End User in the request's context (see
 // EndUserFromContext). Other requests are answered by ErrorHandler, or as
 // described on Authenticator.
+//
+// Handler panics when a.Client is nil, as net/http's ServeMux panics when
+// a handler is registered wrongly: a middleware that could never let a
+// request through is a setup error, not a run of 503s.
 func (a *Authenticator) Handler(next http.Handler) http.Handler {
+	if a.Client == nil {
+		panic("management: Authenticator.Handler: Authenticator.Client is nil")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, err := a.Check(r)
 		if err != nil {

@@ -647,13 +647,21 @@ func TestAuthenticatorNeverLogsTokens(t *testing.T) {
 func TestAuthenticatorWithoutClient(t *testing.T) {
 	var a Authenticator
 	_, err := a.Check(authnRequest(context.Background(), "Bearer eu-1"))
-	if !errors.Is(err, ErrAuthenticationUnavailable) || !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("Check without Client = %v, want ErrAuthenticationUnavailable and ErrInvalidArgument", err)
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "Authenticator.Client") {
+		t.Errorf("Check without Client = %v, want ErrInvalidArgument naming Authenticator.Client", err)
 	}
-	res := authnServe(t, context.Background(), &a, "Bearer eu-1")
-	if res.status != http.StatusServiceUnavailable || res.nextRan {
-		t.Errorf("Handler without Client: status %d, next ran %t; want 503", res.status, res.nextRan)
+	if got := strings.Count(err.Error(), "management: "); got != 1 {
+		t.Errorf("Check without Client = %q, want the package prefix once", err)
 	}
+
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "Authenticator.Client") {
+			t.Errorf("Handler without Client panicked with %q, want a message naming Authenticator.Client", msg)
+		}
+	}()
+	a.Handler(http.NotFoundHandler()) // at setup, before any request
+	t.Error("Handler without Client did not panic")
 }
 
 func TestEndUserFromContextEmpty(t *testing.T) {
