@@ -134,9 +134,13 @@ const (
 	// enough that a flood of one bad token is not a flood of calls, short
 	// enough that a token the End User has just obtained is soon accepted.
 	maxInvalidTTL = 5 * time.Second
-	// authCheckTimeout bounds one authenticate call, which runs detached
-	// from the requests waiting for it.
-	authCheckTimeout = 30 * time.Second
+	// defaultMaxConcurrentChecks bounds the calls in flight: enough for a
+	// busy service whose calls take tens of milliseconds, few enough that a
+	// flood of random tokens neither exhausts memory nor floods the service.
+	defaultMaxConcurrentChecks = 64
+	// defaultAuthTimeout bounds one check's call, retries included: an
+	// End User waits this long at most for a verdict.
+	defaultAuthTimeout = 5 * time.Second
 )
 
 // Authenticator is net/http middleware that lets a request through only when
@@ -160,15 +164,21 @@ const (
 //   - a valid token of another role, such as a management token
 //     (RoleServiceAccount): 403 (ErrForbiddenRole);
 //   - no verdict (the service unreachable, failing after the client's
-//     retries, refusing the management token, or answering in an unknown
-//     shape): 503, failing closed, with the cause logged through the
-//     Client's logger (ErrAuthenticationUnavailable); also 503 when the
-//     request's context ends while waiting.
+//     retries or past Timeout, refusing the management token, or answering
+//     in an unknown shape): 503, failing closed, with the cause logged
+//     through the Client's logger (ErrAuthenticationUnavailable); also 503
+//     when the request's context ends while waiting;
+//   - a token that would need a call while MaxConcurrentChecks calls are in
+//     flight: 503 with Retry-After: 1, at once and without a call
+//     (ErrTooManyChecks, which also matches ErrAuthenticationUnavailable).
 //
 // Verdicts are cached in memory, keyed by a SHA-256 digest of the header
 // value (raw tokens are not kept): valid ones for CacheTTL, invalid ones for
 // at most 5 s, failures never. Concurrent checks of one token make one call.
-// A revoked token is therefore accepted until its entry expires.
+// Memory stays bounded under any stream of tokens: at most CacheSize
+// verdicts and MaxConcurrentChecks (64) calls in flight, each ended after
+// Timeout (5 s). Cached verdicts are served whatever is in flight. A
+// revoked token is therefore accepted until its entry expires.
 //
 // Set the fields before the first use and do not change them afterwards; an
 // Authenticator is then safe for concurrent use. It must not be copied after
@@ -186,21 +196,35 @@ type Authenticator struct {
 	// bounded under a flood of random tokens; the least recently used is
 	// dropped first. 0 or negative: 10 000.
 	CacheSize int
+	// MaxConcurrentChecks bounds the authenticate calls in flight, so that
+	// a flood of uncached tokens holds neither unbounded memory nor the
+	// service: a check that would start one more call fails at once with
+	// ErrTooManyChecks (a check that joins the call in flight for its
+	// token starts none). 0 or negative: 64.
+	MaxConcurrentChecks int
+	// Timeout bounds one check's call to the service, retries and their
+	// waits included (a Retry-After that would pass it is not waited for).
+	// 0 or negative: 5 s. The request's own context may end the wait
+	// sooner; the call then goes on for the other requests waiting for it.
+	Timeout time.Duration
 	// ErrorHandler writes the answer to a refused request; optional. err
 	// tells the cases apart: errors.Is(err, ErrMissingToken),
 	// errors.As(err, new(*InvalidTokenError)), errors.Is(err,
-	// ErrForbiddenRole); anything else (ErrAuthenticationUnavailable, the
-	// request's context error) means no verdict was had. nil: the answers
-	// described on Authenticator.
+	// ErrForbiddenRole), errors.Is(err, ErrTooManyChecks); anything else
+	// (ErrAuthenticationUnavailable, the request's context error) means no
+	// verdict was had. nil: the answers described on Authenticator.
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
 	once       sync.Once
 	validTTL   time.Duration
 	invalidTTL time.Duration
+	timeout    time.Duration
+	maxCalls   int
 
 	mu       sync.Mutex
 	cache    *simplelru.LRU[[sha256.Size]byte, authVerdict] // nil when caching is off
-	inflight map[[sha256.Size]byte]*authCall
+	inflight map[[sha256.Size]byte]*authCall                // the call whose verdict a token's checks take
+	calls    int                                            // calls running; <= maxCalls
 }
 
 // EndUser is the End User a request was let through for.
@@ -235,17 +259,23 @@ type authCall struct {
 func (a *Authenticator) init() {
 	a.validTTL = cmp.Or(a.CacheTTL, defaultAuthCacheTTL)
 	a.invalidTTL = min(a.validTTL, maxInvalidTTL)
+	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
+	a.maxCalls = orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks)
 	a.inflight = make(map[[sha256.Size]byte]*authCall)
 	if a.validTTL < 0 {
 		return
 	}
-	size := a.CacheSize
-	if size <= 0 {
-		size = defaultAuthCacheSize
-	}
 	// simplelru rather than expirable: expirable.LRU starts a cleanup
 	// goroutine that cannot be stopped, and one TTL would not fit two.
-	a.cache, _ = simplelru.NewLRU[[sha256.Size]byte, authVerdict](size, nil) // fails only for size <= 0
+	a.cache, _ = simplelru.NewLRU[[sha256.Size]byte, authVerdict](orDefault(a.CacheSize, defaultAuthCacheSize), nil) // fails only for size <= 0
+}
+
+// orDefault returns v when it is positive, def otherwise.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // errNoClient is Check's answer when Authenticator.Client is not set.
@@ -256,7 +286,8 @@ var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
 // when the token is valid and of role RoleAppUser; otherwise an error as
 // described on Authenticator.ErrorHandler, or one matching
 // ErrInvalidArgument, naming Authenticator.Client, when it is not set. r's
-// context bounds the wait. Check does not call ErrorHandler.
+// context bounds the wait; a request whose context has ended starts no
+// call. Check does not call ErrorHandler.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.once.Do(a.init)
 	if a.Client == nil {
@@ -277,14 +308,31 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 		a.mu.Unlock()
 		return v.result()
 	}
-	call := a.inflight[key]
-	if call == nil {
-		call = &authCall{done: make(chan struct{})}
-		a.inflight[key] = call
-		go a.authenticate(context.WithoutCancel(r.Context()), key, header, call)
-	}
+	call, err := a.join(r.Context(), key, header)
 	a.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return a.wait(r.Context(), call)
+}
+
+// join returns the call in flight for key, or starts one within the bound
+// on calls. a.mu must be held.
+func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header string) (*authCall, error) {
+	if call := a.inflight[key]; call != nil {
+		return call, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errorf("waiting for the End User token check: %w", err)
+	}
+	if a.calls >= a.maxCalls {
+		return nil, ErrTooManyChecks
+	}
+	call := &authCall{done: make(chan struct{})}
+	a.inflight[key] = call
+	a.calls++
+	go a.authenticate(context.WithoutCancel(ctx), key, header, call)
+	return call, nil
 }
 
 // tokenKey is the cache key of an Authorization header value: its SHA-256
@@ -327,9 +375,9 @@ func (a *Authenticator) wait(ctx context.Context, call *authCall) (*EndUser, err
 
 // authenticate makes call, caches its verdict and wakes its waiters. It runs
 // detached from the request that started it, so a caller that gives up does
-// not fail the others.
+// not fail the others, and ends within a.timeout.
 func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte, header string, call *authCall) {
-	ctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
@@ -340,6 +388,7 @@ func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte,
 	}
 
 	a.mu.Lock()
+	a.calls--
 	if err != nil {
 		call.err = err
 	} else {
@@ -428,7 +477,14 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		writeClientError(w, invalid.Response.HTTPCode, invalid.Response.HTTPBody)
 	case errors.Is(err, ErrForbiddenRole):
 		writeClientError(w, http.StatusForbidden, forbiddenRoleBody)
+	case errors.Is(err, ErrTooManyChecks):
+		// The bound is local and clears as calls end (within Timeout, most
+		// within milliseconds): a client may well try again in a second.
+		w.Header().Set("Retry-After", "1")
+		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
 	default:
+		// No Retry-After: when the service will answer again is not known
+		// here, and one fixed hint would bring every client back at once.
 		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
 	}
 }

@@ -218,6 +218,9 @@ func TestAuthenticatorCases(t *testing.T) {
 				if wa := got.header.Get("WWW-Authenticate"); (got.status == 401) != (wa == "Bearer") {
 					t.Errorf("status %d with WWW-Authenticate %q", got.status, wa)
 				}
+				if ra := got.header.Get("Retry-After"); ra != "" {
+					t.Errorf("status %d with Retry-After %q, want none (only a refusal over MaxConcurrentChecks has one)", got.status, ra)
+				}
 			}
 		})
 	}
@@ -727,5 +730,158 @@ func BenchmarkAuthenticatorCheckUncached(b *testing.B) {
 		if _, err := a.Check(r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// authnGate makes every later authenticate call of script wait until the
+// returned function is called.
+func authnGate(script *authnScript) (release func()) {
+	gate := make(chan struct{})
+	script.mu.Lock()
+	script.gate = gate
+	script.mu.Unlock()
+	return func() { close(gate) }
+}
+
+func TestAuthenticatorMaxConcurrentChecks(t *testing.T) {
+	for _, tt := range []struct {
+		max, want int
+	}{{0, 64}, {-1, 64}, {3, 3}} {
+		t.Run(fmt.Sprint(tt.max), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				c, script := authnSetup(t, Config{}, authnAnswers())
+				a := &Authenticator{Client: c, MaxConcurrentChecks: tt.max}
+				if _, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil { // cached from now on
+					t.Fatalf("Check(eu-alice): %v", err)
+				}
+				release := authnGate(script)
+
+				errs := make([]error, tt.want+1)
+				var wg sync.WaitGroup
+				for i := range tt.want {
+					wg.Go(func() { _, errs[i] = a.Check(authnRequest(ctx, fmt.Sprintf("Bearer random-%d", i))) })
+				}
+				wg.Go(func() { _, errs[tt.want] = a.Check(authnRequest(ctx, "Bearer random-0")) }) // joins a call
+				synctest.Wait()
+				if n := script.callsFor(""); n != 1+tt.want {
+					t.Fatalf("%d calls started, want %d", n-1, tt.want)
+				}
+
+				start := time.Now()
+				_, err := a.Check(authnRequest(ctx, "Bearer random-over"))
+				if !errors.Is(err, ErrTooManyChecks) || !errors.Is(err, ErrAuthenticationUnavailable) {
+					t.Errorf("Check beyond the bound = %v, want ErrTooManyChecks and ErrAuthenticationUnavailable", err)
+				}
+				if waited := time.Since(start); waited != 0 {
+					t.Errorf("Check beyond the bound waited %v, want a refusal at once", waited)
+				}
+				res := authnServe(t, ctx, a, "Bearer random-over")
+				if res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") != "1" || res.nextRan {
+					t.Errorf("Handler beyond the bound: status %d, Retry-After %q, next ran %t; want 503, 1",
+						res.status, res.header.Get("Retry-After"), res.nextRan)
+				}
+				if diff := cmp.Diff(authnUnavailableBody, res.body); diff != "" {
+					t.Errorf("body beyond the bound (-want +got):\n%s", diff)
+				}
+				if u, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil || u.ID != "u-alice" {
+					t.Errorf("cached Check during the flood = %+v, %v; want u-alice", u, err)
+				}
+				a.mu.Lock()
+				inflight := len(a.inflight)
+				a.mu.Unlock()
+				if inflight != tt.want || script.callsFor("Bearer random-over") != 0 {
+					t.Errorf("%d calls in flight, %d for the refused token; want %d and 0",
+						inflight, script.callsFor("Bearer random-over"), tt.want)
+				}
+
+				release()
+				wg.Wait()
+				for i, err := range errs {
+					if !errors.Is(err, ErrInvalidToken) {
+						t.Errorf("check %d = %v, want the service's verdict ErrInvalidToken", i, err)
+					}
+				}
+				if _, err := a.Check(authnRequest(ctx, "Bearer random-over")); !errors.Is(err, ErrInvalidToken) {
+					t.Errorf("Check once the calls ended = %v, want a call and ErrInvalidToken", err)
+				}
+			})
+		})
+	}
+}
+
+func TestAuthenticatorEndedRequestStartsNoCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		a := &Authenticator{Client: c}
+		if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice")); err != nil {
+			t.Fatalf("Check(eu-alice): %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := a.Check(authnRequest(ctx, "Bearer eu-bob")); !errors.Is(err, context.Canceled) {
+			t.Errorf("Check of an ended request = %v, want context.Canceled", err)
+		}
+		synctest.Wait() // a call started anyway would have been made by now
+		if n := script.callsFor("Bearer eu-bob"); n != 0 {
+			t.Errorf("%d calls for an ended request, want 0", n)
+		}
+		if u, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil || u.ID != "u-alice" {
+			t.Errorf("cached Check of an ended request = %+v, %v; want u-alice", u, err)
+		}
+	})
+}
+
+func TestAuthenticatorTimeout(t *testing.T) {
+	hang := func(req *http.Request) (*http.Response, error) {
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	retryAfter := func(secs string) httpmock.Responder {
+		return jsonResponder(503, map[string]any{"reason": "SERVICE.UNAVAILABLE", "error_message": ""}).
+			HeaderSet(http.Header{"Retry-After": {secs}})
+	}
+	tests := []struct {
+		name      string
+		timeout   time.Duration
+		answer    httpmock.Responder
+		wantTime  time.Duration
+		wantCalls int
+		wantErr   error
+	}{
+		// The Retry-After wait (capped at RetryWaitMax, 15 s) would pass the bound: not taken.
+		{"503 Retry-After 30", 0, retryAfter("30"), 0, 1, nil},
+		{"503 Retry-After 1", 2 * time.Second, retryAfter("1"), time.Second, 2, nil},
+		{"service hangs", 0, hang, 5 * time.Second, 1, context.DeadlineExceeded},
+		{"service hangs, Timeout 2s", 2 * time.Second, hang, 2 * time.Second, 1, context.DeadlineExceeded},
+		{"negative Timeout", -time.Second, hang, 5 * time.Second, 1, context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// The Client's defaults, which the mock fixture shortens.
+				cfg := Config{RetryWaitMin: 250 * time.Millisecond, RetryWaitMax: 15 * time.Second}
+				c, script := authnSetup(t, cfg, map[string]httpmock.Responder{"Bearer eu-1": tt.answer})
+				a := &Authenticator{Client: c, Timeout: tt.timeout}
+				start := time.Now()
+				res := authnServe(t, context.Background(), a, "Bearer eu-1")
+				if took := time.Since(start); took != tt.wantTime {
+					t.Errorf("the check took %v, want %v", took, tt.wantTime)
+				}
+				if res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") != "" {
+					t.Errorf("status %d, Retry-After %q; want 503 without Retry-After", res.status, res.header.Get("Retry-After"))
+				}
+				if n := script.callsFor(""); n != tt.wantCalls {
+					t.Errorf("%d calls, want %d", n, tt.wantCalls)
+				}
+				if tt.wantErr == nil {
+					return
+				}
+				_, err := a.Check(authnRequest(context.Background(), "Bearer eu-1"))
+				if !errors.Is(err, ErrAuthenticationUnavailable) || !errors.Is(err, tt.wantErr) {
+					t.Errorf("Check = %v, want ErrAuthenticationUnavailable and %v", err, tt.wantErr)
+				}
+			})
+		})
 	}
 }
