@@ -160,7 +160,8 @@ const (
 //   - an invalid token: the service's to_client_response, its http_code as
 //     the status (401 unless it is a 4xx) and its http_body as the body
 //     (*InvalidTokenError); likewise, without a call, a header that is not
-//     valid UTF-8;
+//     valid UTF-8, and a request with more than one Authorization header
+//     (which one the service would judge is ambiguous);
 //   - a valid token of another role, such as a management token
 //     (RoleServiceAccount): 403 (ErrForbiddenRole);
 //   - no verdict (the service unreachable, failing after the client's
@@ -293,10 +294,16 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	if a.Client == nil {
 		return nil, errNoClient
 	}
-	header := r.Header.Get("Authorization")
-	if strings.TrimSpace(header) == "" {
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		// The service would judge one of them and a proxy or handler may
+		// read another: no verdict can be trusted for the request.
+		return nil, &InvalidTokenError{Response: relayable(nil)}
+	}
+	if len(values) == 0 || strings.TrimSpace(values[0]) == "" {
 		return nil, ErrMissingToken
 	}
+	header := values[0]
 	if !utf8.ValidString(header) {
 		// No token of the service looks like this; it cannot be sent as is.
 		return nil, &InvalidTokenError{Response: relayable(nil)}

@@ -885,3 +885,36 @@ func TestAuthenticatorTimeout(t *testing.T) {
 		})
 	}
 }
+
+func TestAuthenticatorMultipleAuthorizationHeaders(t *testing.T) {
+	for _, values := range [][]string{
+		{"Bearer eu-alice", "Bearer eu-bob"},
+		{"Bearer eu-alice", "Bearer eu-alice"},
+		{"Bearer eu-alice", ""},
+	} {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		a := &Authenticator{Client: c}
+		r := httptest.NewRequest(http.MethodGet, "/api/things", nil)
+		r.Header["Authorization"] = values
+		w := httptest.NewRecorder()
+		nextRan := false
+		a.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { nextRan = true })).ServeHTTP(w, r)
+
+		if w.Code != http.StatusUnauthorized || nextRan || w.Header().Get("WWW-Authenticate") != "Bearer" {
+			t.Errorf("%q: status %d, next ran %t, WWW-Authenticate %q; want 401, Bearer",
+				values, w.Code, nextRan, w.Header().Get("WWW-Authenticate"))
+		}
+		var body any
+		_ = json.Unmarshal(w.Body.Bytes(), &body)
+		if diff := cmp.Diff(authnBody(401, "auth.unauthorized", "The access token is invalid."), body); diff != "" {
+			t.Errorf("%q: body (-want +got):\n%s", values, diff)
+		}
+		var invalid *InvalidTokenError
+		if _, err := a.Check(r); !errors.As(err, &invalid) {
+			t.Errorf("%q: Check = %v, want an *InvalidTokenError", values, err)
+		}
+		if n := script.callsFor(""); n != 0 {
+			t.Errorf("%q: %d calls, want 0", values, n)
+		}
+	}
+}
