@@ -153,6 +153,9 @@ const (
 //	// in api's handlers:
 //	user, _ := management.EndUserFromContext(r.Context())
 //
+//	// on sign-out, once the token is revoked:
+//	_ = auth.Forget(r.Context(), r.Header.Get("Authorization"))
+//
 // Requests are refused with JSON bodies shaped like the service's
 // ({"error_code", "reason", "error_message"}):
 //   - no or a blank Authorization header: 401, without calling the service
@@ -179,7 +182,7 @@ const (
 // Memory stays bounded under any stream of tokens: at most CacheSize
 // verdicts and MaxConcurrentChecks (64) calls in flight, each ended after
 // Timeout (5 s). Cached verdicts are served whatever is in flight. A
-// revoked token is therefore accepted until its entry expires.
+// revoked token is accepted until its entry expires, unless Forget drops it.
 //
 // Set the fields before the first use and do not change them afterwards; an
 // Authenticator is then safe for concurrent use. It must not be copied after
@@ -225,7 +228,7 @@ type Authenticator struct {
 	mu       sync.Mutex
 	cache    *simplelru.LRU[[sha256.Size]byte, authVerdict] // nil when caching is off
 	inflight map[[sha256.Size]byte]*authCall                // the call whose verdict a token's checks take
-	calls    int                                            // calls running; <= maxCalls
+	calls    int                                            // calls running, forgotten ones included; <= maxCalls
 }
 
 // EndUser is the End User a request was let through for.
@@ -380,6 +383,31 @@ func (a *Authenticator) wait(ctx context.Context, call *authCall) (*EndUser, err
 	return call.verdict.result()
 }
 
+// Forget drops the cached verdict of the Authorization header value
+// authorization, as on sign-out: once the service has revoked the token,
+// the next check asks the service again instead of accepting the token for
+// the rest of CacheTTL. A check in flight for it when Forget runs still
+// answers the requests already waiting, but its verdict is not cached, and
+// later checks make a call of their own. ctx is for a verdict store shared
+// with other processes; the in-process cache does not need it. Forget
+// fails only for a blank authorization.
+func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
+	if strings.TrimSpace(authorization) == "" {
+		return errorf("%w: authorization is empty", ErrInvalidArgument)
+	}
+	a.once.Do(a.init)
+	key := tokenKey(authorization)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cache != nil {
+		a.cache.Remove(key)
+	}
+	// The call keeps running (and counting against the bound) but is no
+	// longer the one this token's checks join or whose verdict is cached.
+	delete(a.inflight, key)
+	return nil
+}
+
 // authenticate makes call, caches its verdict and wakes its waiters. It runs
 // detached from the request that started it, so a caller that gives up does
 // not fail the others, and ends within a.timeout.
@@ -396,15 +424,18 @@ func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte,
 
 	a.mu.Lock()
 	a.calls--
+	current := a.inflight[key] == call // false once Forget dropped it
+	if current {
+		delete(a.inflight, key)
+	}
 	if err != nil {
 		call.err = err
 	} else {
 		call.verdict = a.verdictFor(auth, time.Now())
-		if a.cache != nil {
+		if a.cache != nil && current {
 			a.cache.Add(key, call.verdict)
 		}
 	}
-	delete(a.inflight, key)
 	a.mu.Unlock()
 	close(call.done)
 }

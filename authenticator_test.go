@@ -918,3 +918,105 @@ func TestAuthenticatorMultipleAuthorizationHeaders(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthenticatorForget(t *testing.T) {
+	c, script := authnSetup(t, Config{}, authnAnswers())
+	a := &Authenticator{Client: c}
+	ctx := context.Background()
+	for _, header := range []string{"Bearer eu-alice", "Bearer eu-unknown"} { // a valid and an invalid verdict
+		for range 2 {
+			_, _ = a.Check(authnRequest(ctx, header))
+		}
+		if err := a.Forget(ctx, header); err != nil {
+			t.Fatalf("Forget(%q): %v", header, err)
+		}
+		_, _ = a.Check(authnRequest(ctx, header))
+		if n := script.callsFor(header); n != 2 {
+			t.Errorf("%q: %d calls, want 2 (one before and one after Forget)", header, n)
+		}
+	}
+	if u, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil || u.ID != "u-alice" {
+		t.Errorf("Check after Forget = %+v, %v; want u-alice", u, err)
+	}
+
+	for _, blank := range []string{"", " \t"} {
+		if err := a.Forget(ctx, blank); !errors.Is(err, ErrInvalidArgument) || strings.Count(err.Error(), "management: ") != 1 {
+			t.Errorf("Forget(%q) = %v, want ErrInvalidArgument", blank, err)
+		}
+	}
+	if err := a.Forget(ctx, "Bearer never-seen"); err != nil {
+		t.Errorf("Forget of an unknown token = %v, want nil", err)
+	}
+	if err := new(Authenticator).Forget(ctx, "Bearer eu-alice"); err != nil {
+		t.Errorf("Forget before any Check = %v, want nil", err)
+	}
+	if err := (&Authenticator{Client: c, CacheTTL: -1}).Forget(ctx, "Bearer eu-alice"); err != nil {
+		t.Errorf("Forget without a cache = %v, want nil", err)
+	}
+}
+
+// TestAuthenticatorForgetInFlight revokes a token while a check of it is in
+// flight: the service's first answer (valid) comes from before the revocation.
+func TestAuthenticatorForgetInFlight(t *testing.T) {
+	revoked := func() map[string]httpmock.Responder {
+		return map[string]httpmock.Responder{"Bearer eu-alice": jsonResponder(200, authnValid("u-alice", RoleAppUser)).
+			Once().Then(jsonResponder(200, authnInvalid()))}
+	}
+	check := func(a *Authenticator, into chan<- error) {
+		_, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice"))
+		into <- err
+	}
+
+	t.Run("its verdict is not cached", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, script := authnSetup(t, Config{}, revoked())
+			a := &Authenticator{Client: c}
+			release := authnGate(script)
+			before := make(chan error, 1)
+			go check(a, before)
+			synctest.Wait()
+			if err := a.Forget(context.Background(), "Bearer eu-alice"); err != nil {
+				t.Fatalf("Forget: %v", err)
+			}
+			release()
+			if err := <-before; err != nil {
+				t.Errorf("the check that was waiting = %v, want the answer of its call", err)
+			}
+			if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice")); !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("Check after Forget = %v, want a new call and ErrInvalidToken", err)
+			}
+			if n := script.callsFor(""); n != 2 {
+				t.Errorf("%d calls, want 2", n)
+			}
+		})
+	})
+
+	t.Run("later checks make their own call", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, script := authnSetup(t, Config{}, authnAnswers())
+			a := &Authenticator{Client: c, MaxConcurrentChecks: 2}
+			release := authnGate(script)
+			before, after := make(chan error, 1), make(chan error, 1)
+			go check(a, before)
+			synctest.Wait()
+			if err := a.Forget(context.Background(), "Bearer eu-alice"); err != nil {
+				t.Fatalf("Forget: %v", err)
+			}
+			go check(a, after)
+			synctest.Wait()
+			if n := script.callsFor(""); n != 2 {
+				t.Errorf("%d calls in flight, want 2 (the check after Forget did not join the earlier call)", n)
+			}
+			// The forgotten call still counts against the bound.
+			if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-bob")); !errors.Is(err, ErrTooManyChecks) {
+				t.Errorf("third call = %v, want ErrTooManyChecks", err)
+			}
+			release()
+			for _, ch := range []chan error{before, after} {
+				if err := <-ch; err != nil {
+					t.Errorf("Check = %v, want nil", err)
+				}
+			}
+		})
+	})
+}
