@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,7 +79,9 @@ type authenticateResponse struct {
 // RoleServiceAccount answer may have an empty UserID. A blank accessToken,
 // or one that is not valid UTF-8 (JSON cannot carry it unchanged), fails with
 // ErrInvalidArgument before anything is sent; a 400 or 401 of the service is
-// an *APIError.
+// an *APIError. The service's answers may quote the token: an *APIError
+// returned here has every occurrence of it (the whole value, and the token
+// after its type) replaced by "REDACTED" in its Reason, Message and Body.
 func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUserAuthentication, error) {
 	if strings.TrimSpace(accessToken) == "" {
 		return nil, errorf("%w: the End User access token is empty", ErrInvalidArgument)
@@ -95,9 +98,78 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 	var ar authenticateResponse
 	status, err := c.do(ctx, op, &ar)
 	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) {
+			newTokenRedactor(accessToken).apiError(ae)
+		}
 		return nil, err
 	}
 	return ar.verdict(op, status)
+}
+
+// tokenRedactor removes an End User credential from texts the service sent.
+type tokenRedactor struct {
+	forms []string // the credential as it may appear, longest first
+}
+
+// newTokenRedactor returns the redactor of the Authorization header value
+// header: the value as sent and trimmed, the token after its type, and the
+// JSON-escaped spellings of each (a body may quote them escaped).
+func newTokenRedactor(header string) tokenRedactor {
+	trimmed := strings.TrimSpace(header)
+	_, token, ok := strings.Cut(trimmed, " ")
+	if !ok {
+		token = trimmed
+	}
+	var forms []string
+	for _, f := range []string{header, trimmed, strings.TrimSpace(token)} {
+		esc, _ := json.Marshal(f) // a string always encodes
+		quoted := string(esc[1 : len(esc)-1])
+		forms = append(forms, f, quoted, strings.ReplaceAll(quoted, "/", `\/`))
+	}
+	forms = slices.DeleteFunc(forms, func(f string) bool { return f == "" })
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return tokenRedactor{forms: slices.Compact(forms)}
+}
+
+// string returns s without the credential.
+func (r tokenRedactor) string(s string) string {
+	for _, f := range r.forms {
+		s = strings.ReplaceAll(s, f, redacted)
+	}
+	return s
+}
+
+// apiError redacts e's texts in place. A Body cut at maxErrorBody may end
+// with the start of the credential: that is redacted too.
+func (r tokenRedactor) apiError(e *APIError) {
+	e.Reason, e.Message = r.string(e.Reason), r.string(e.Message)
+	if e.Body == nil {
+		return
+	}
+	body := r.string(string(e.Body))
+	if len(e.Body) >= maxErrorBody {
+		body = r.cutTail(body)
+	}
+	e.Body = []byte(body)
+}
+
+// cutTail redacts the end of s when it is the start of the credential, as
+// long a start as any form has there.
+func (r tokenRedactor) cutTail(s string) string {
+	cut := 0
+	for _, f := range r.forms {
+		for n := min(len(f)-1, len(s)); n > cut; n-- {
+			if f[n-1] == s[len(s)-1] && strings.HasSuffix(s, f[:n]) {
+				cut = n
+				break
+			}
+		}
+	}
+	if cut == 0 {
+		return s
+	}
+	return s[:len(s)-cut] + redacted
 }
 
 // verdict checks the answer's shape and normalises it.
@@ -416,9 +488,10 @@ func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte,
 	defer cancel()
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
-		// The error names the operation and status, never the token.
+		// Authenticate redacts the token from the service's texts; the log
+		// record is redacted again so that no path can carry it there.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
-			slog.String("error", err.Error()))
+			slog.String("error", newTokenRedactor(header).string(err.Error())))
 		err = errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 
@@ -431,7 +504,7 @@ func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte,
 	if err != nil {
 		call.err = err
 	} else {
-		call.verdict = a.verdictFor(auth, time.Now())
+		call.verdict = a.verdictFor(auth, header, time.Now())
 		if a.cache != nil && current {
 			a.cache.Add(key, call.verdict)
 		}
@@ -440,13 +513,16 @@ func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte,
 	close(call.done)
 }
 
-// verdictFor turns the service's answer into a cacheable verdict.
-func (a *Authenticator) verdictFor(auth *EndUserAuthentication, now time.Time) authVerdict {
+// verdictFor turns the service's answer into a cacheable verdict. The role
+// named in a refusal comes from the service, so it is redacted like its
+// other texts.
+func (a *Authenticator) verdictFor(auth *EndUserAuthentication, header string, now time.Time) authVerdict {
 	switch {
 	case !auth.Valid:
 		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(a.invalidTTL)}
 	case auth.Role != RoleAppUser:
-		return authVerdict{err: errorf("%w: %q", ErrForbiddenRole, auth.Role), expires: now.Add(a.validTTL)}
+		role := newTokenRedactor(header).string(string(auth.Role))
+		return authVerdict{err: errorf("%w: %q", ErrForbiddenRole, role), expires: now.Add(a.validTTL)}
 	}
 	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(a.validTTL)}
 }

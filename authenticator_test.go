@@ -624,6 +624,13 @@ func TestAuthenticatorNeverLogsTokens(t *testing.T) {
 		"Bearer " + secret + "-401":  jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""}),
 		"Bearer " + secret + "-down": httpmock.NewErrorResponder(errors.New("dial tcp: connection refused")),
 		"Bearer " + secret + "-bad":  authnRaw(200, `{"is_token_valid":true}`),
+		// The service's own answers quote the token.
+		"Bearer " + secret + "-echo": jsonResponder(400, map[string]any{"reason": ReasonRequestValidation,
+			"error_message": "Bearer " + secret + "-echo is malformed"}),
+		"Bearer " + secret + "-echo401": jsonResponder(401, map[string]any{"reason": ReasonUnauthorized,
+			"error_message": "session of " + secret + "-echo401 expired"}),
+		"Bearer " + secret + "-html": httpmock.NewStringResponder(502, "<p>upstream refused Bearer "+secret+"-html</p>"),
+		"Bearer " + secret + "-role": jsonResponder(200, authnValid("u-1", Role("Bearer "+secret+"-role"))),
 	}
 	c, _ := authnSetup(t, Config{Logger: logger}, answers)
 	a := &Authenticator{Client: c}
@@ -642,8 +649,8 @@ func TestAuthenticatorNeverLogsTokens(t *testing.T) {
 			t.Errorf("logs hold %q:\n%s", s, out)
 		}
 	}
-	if got := strings.Count(out, "End User token check failed"); got != 4 {
-		t.Errorf("%d failure records, want 4 (503, 401, unreachable, malformed):\n%s", got, out)
+	if got := strings.Count(out, "End User token check failed"); got != 7 {
+		t.Errorf("%d failure records, want 7 (503, 401 twice, unreachable, malformed, 400, 502):\n%s", got, out)
 	}
 }
 
