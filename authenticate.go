@@ -6,9 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,26 +79,97 @@ type authenticateResponse struct {
 // RoleServiceAccount answer may have an empty UserID. A blank accessToken,
 // or one that is not valid UTF-8 (JSON cannot carry it unchanged), fails with
 // ErrInvalidArgument before anything is sent; a 400 or 401 of the service is
-// an *APIError.
+// an *APIError. The service's answers may quote the token: an *APIError
+// returned here has every occurrence of it (the whole value, and the token
+// after its type) replaced by "REDACTED" in its Reason, Message and Body.
 func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUserAuthentication, error) {
 	if strings.TrimSpace(accessToken) == "" {
-		return nil, fmt.Errorf("%w: the End User access token is empty", ErrInvalidArgument)
+		return nil, errorf("%w: the End User access token is empty", ErrInvalidArgument)
 	}
 	if !utf8.ValidString(accessToken) {
 		// encoding/json would replace the bad bytes: another token would be checked.
-		return nil, fmt.Errorf("%w: the End User access token is not valid UTF-8", ErrInvalidArgument)
+		return nil, errorf("%w: the End User access token is not valid UTF-8", ErrInvalidArgument)
 	}
 	body, err := json.Marshal(authenticateRequest{AccessToken: accessToken})
 	if err != nil {
-		return nil, fmt.Errorf("%w: the End User access token cannot be encoded", ErrInvalidArgument)
+		return nil, errorf("%w: the End User access token cannot be encoded", ErrInvalidArgument)
 	}
 	op := &operation{method: http.MethodPost, path: "/authenticate", body: body}
 	var ar authenticateResponse
 	status, err := c.do(ctx, op, &ar)
 	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) {
+			newTokenRedactor(accessToken).apiError(ae)
+		}
 		return nil, err
 	}
 	return ar.verdict(op, status)
+}
+
+// tokenRedactor removes an End User credential from texts the service sent.
+type tokenRedactor struct {
+	forms []string // the credential as it may appear, longest first
+}
+
+// newTokenRedactor returns the redactor of the Authorization header value
+// header: the value as sent and trimmed, the token after its type, and the
+// JSON-escaped spellings of each (a body may quote them escaped).
+func newTokenRedactor(header string) tokenRedactor {
+	trimmed := strings.TrimSpace(header)
+	_, token, ok := strings.Cut(trimmed, " ")
+	if !ok {
+		token = trimmed
+	}
+	var forms []string
+	for _, f := range []string{header, trimmed, strings.TrimSpace(token)} {
+		esc, _ := json.Marshal(f) // a string always encodes
+		quoted := string(esc[1 : len(esc)-1])
+		forms = append(forms, f, quoted, strings.ReplaceAll(quoted, "/", `\/`))
+	}
+	forms = slices.DeleteFunc(forms, func(f string) bool { return f == "" })
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return tokenRedactor{forms: slices.Compact(forms)}
+}
+
+// string returns s without the credential.
+func (r tokenRedactor) string(s string) string {
+	for _, f := range r.forms {
+		s = strings.ReplaceAll(s, f, redacted)
+	}
+	return s
+}
+
+// apiError redacts e's texts in place. A Body cut at maxErrorBody may end
+// with the start of the credential: that is redacted too.
+func (r tokenRedactor) apiError(e *APIError) {
+	e.Reason, e.Message = r.string(e.Reason), r.string(e.Message)
+	if e.Body == nil {
+		return
+	}
+	body := r.string(string(e.Body))
+	if len(e.Body) >= maxErrorBody {
+		body = r.cutTail(body)
+	}
+	e.Body = []byte(body)
+}
+
+// cutTail redacts the end of s when it is the start of the credential, as
+// long a start as any form has there.
+func (r tokenRedactor) cutTail(s string) string {
+	cut := 0
+	for _, f := range r.forms {
+		for n := min(len(f)-1, len(s)); n > cut; n-- {
+			if f[n-1] == s[len(s)-1] && strings.HasSuffix(s, f[:n]) {
+				cut = n
+				break
+			}
+		}
+	}
+	if cut == 0 {
+		return s
+	}
+	return s[:len(s)-cut] + redacted
 }
 
 // verdict checks the answer's shape and normalises it.
@@ -135,9 +206,13 @@ const (
 	// enough that a flood of one bad token is not a flood of calls, short
 	// enough that a token the End User has just obtained is soon accepted.
 	maxInvalidTTL = 5 * time.Second
-	// authCheckTimeout bounds one authenticate call, which runs detached
-	// from the requests waiting for it.
-	authCheckTimeout = 30 * time.Second
+	// defaultMaxConcurrentChecks bounds the calls in flight: enough for a
+	// busy service whose calls take tens of milliseconds, few enough that a
+	// flood of random tokens neither exhausts memory nor floods the service.
+	defaultMaxConcurrentChecks = 64
+	// defaultAuthTimeout bounds one check's call, retries included: an
+	// End User waits this long at most for a verdict.
+	defaultAuthTimeout = 5 * time.Second
 )
 
 // Authenticator is net/http middleware that lets a request through only when
@@ -150,6 +225,9 @@ const (
 //	// in api's handlers:
 //	user, _ := management.EndUserFromContext(r.Context())
 //
+//	// on sign-out, once the token is revoked:
+//	_ = auth.Forget(r.Context(), r.Header.Get("Authorization"))
+//
 // Requests are refused with JSON bodies shaped like the service's
 // ({"error_code", "reason", "error_message"}):
 //   - no or a blank Authorization header: 401, without calling the service
@@ -157,25 +235,33 @@ const (
 //   - an invalid token: the service's to_client_response, its http_code as
 //     the status (401 unless it is a 4xx) and its http_body as the body
 //     (*InvalidTokenError); likewise, without a call, a header that is not
-//     valid UTF-8;
+//     valid UTF-8, and a request with more than one Authorization header
+//     (which one the service would judge is ambiguous);
 //   - a valid token of another role, such as a management token
 //     (RoleServiceAccount): 403 (ErrForbiddenRole);
 //   - no verdict (the service unreachable, failing after the client's
-//     retries, refusing the management token, or answering in an unknown
-//     shape): 503, failing closed, with the cause logged through the
-//     Client's logger (ErrAuthenticationUnavailable); also 503 when the
-//     request's context ends while waiting.
+//     retries or past Timeout, refusing the management token, or answering
+//     in an unknown shape): 503, failing closed, with the cause logged
+//     through the Client's logger (ErrAuthenticationUnavailable); also 503
+//     when the request's context ends while waiting;
+//   - a token that would need a call while MaxConcurrentChecks calls are in
+//     flight: 503 with Retry-After: 1, at once and without a call
+//     (ErrTooManyChecks, which also matches ErrAuthenticationUnavailable).
 //
 // Verdicts are cached in memory, keyed by a SHA-256 digest of the header
 // value (raw tokens are not kept): valid ones for CacheTTL, invalid ones for
 // at most 5 s, failures never. Concurrent checks of one token make one call.
-// A revoked token is therefore accepted until its entry expires.
+// Memory stays bounded under any stream of tokens: at most CacheSize
+// verdicts and MaxConcurrentChecks (64) calls in flight, each ended after
+// Timeout (5 s). Cached verdicts are served whatever is in flight. A
+// revoked token is accepted until its entry expires, unless Forget drops it.
 //
 // Set the fields before the first use and do not change them afterwards; an
 // Authenticator is then safe for concurrent use. It must not be copied after
 // first use.
 type Authenticator struct {
-	// Client makes the authenticate calls. Required.
+	// Client makes the authenticate calls. Required: Handler panics
+	// without it.
 	Client *Client
 	// CacheTTL is how long a valid verdict is cached. 0: 30 s; negative:
 	// verdicts are not cached (concurrent checks of one token still share
@@ -186,21 +272,35 @@ type Authenticator struct {
 	// bounded under a flood of random tokens; the least recently used is
 	// dropped first. 0 or negative: 10 000.
 	CacheSize int
+	// MaxConcurrentChecks bounds the authenticate calls in flight, so that
+	// a flood of uncached tokens holds neither unbounded memory nor the
+	// service: a check that would start one more call fails at once with
+	// ErrTooManyChecks (a check that joins the call in flight for its
+	// token starts none). 0 or negative: 64.
+	MaxConcurrentChecks int
+	// Timeout bounds one check's call to the service, retries and their
+	// waits included (a Retry-After that would pass it is not waited for).
+	// 0 or negative: 5 s. The request's own context may end the wait
+	// sooner; the call then goes on for the other requests waiting for it.
+	Timeout time.Duration
 	// ErrorHandler writes the answer to a refused request; optional. err
 	// tells the cases apart: errors.Is(err, ErrMissingToken),
 	// errors.As(err, new(*InvalidTokenError)), errors.Is(err,
-	// ErrForbiddenRole); anything else (ErrAuthenticationUnavailable, the
-	// request's context error) means no verdict was had. nil: the answers
-	// described on Authenticator.
+	// ErrForbiddenRole), errors.Is(err, ErrTooManyChecks); anything else
+	// (ErrAuthenticationUnavailable, the request's context error) means no
+	// verdict was had. nil: the answers described on Authenticator.
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
 	once       sync.Once
 	validTTL   time.Duration
 	invalidTTL time.Duration
+	timeout    time.Duration
+	maxCalls   int
 
 	mu       sync.Mutex
 	cache    *simplelru.LRU[[sha256.Size]byte, authVerdict] // nil when caching is off
-	inflight map[[sha256.Size]byte]*authCall
+	inflight map[[sha256.Size]byte]*authCall                // the call whose verdict a token's checks take
+	calls    int                                            // calls running, forgotten ones included; <= maxCalls
 }
 
 // EndUser is the End User a request was let through for.
@@ -235,33 +335,50 @@ type authCall struct {
 func (a *Authenticator) init() {
 	a.validTTL = cmp.Or(a.CacheTTL, defaultAuthCacheTTL)
 	a.invalidTTL = min(a.validTTL, maxInvalidTTL)
+	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
+	a.maxCalls = orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks)
 	a.inflight = make(map[[sha256.Size]byte]*authCall)
 	if a.validTTL < 0 {
 		return
 	}
-	size := a.CacheSize
-	if size <= 0 {
-		size = defaultAuthCacheSize
-	}
 	// simplelru rather than expirable: expirable.LRU starts a cleanup
 	// goroutine that cannot be stopped, and one TTL would not fit two.
-	a.cache, _ = simplelru.NewLRU[[sha256.Size]byte, authVerdict](size, nil) // fails only for size <= 0
+	a.cache, _ = simplelru.NewLRU[[sha256.Size]byte, authVerdict](orDefault(a.CacheSize, defaultAuthCacheSize), nil) // fails only for size <= 0
 }
+
+// orDefault returns v when it is positive, def otherwise.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// errNoClient is Check's answer when Authenticator.Client is not set.
+var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
 
 // Check reports who the End User of r is: the request's Authorization
 // header is checked with the service (or the cache). It returns the End User
 // when the token is valid and of role RoleAppUser; otherwise an error as
-// described on Authenticator.ErrorHandler. r's context bounds the wait.
-// Check does not call ErrorHandler.
+// described on Authenticator.ErrorHandler, or one matching
+// ErrInvalidArgument, naming Authenticator.Client, when it is not set. r's
+// context bounds the wait; a request whose context has ended starts no
+// call. Check does not call ErrorHandler.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.once.Do(a.init)
 	if a.Client == nil {
-		return nil, fmt.Errorf("%w: %w: Authenticator.Client is nil", ErrAuthenticationUnavailable, ErrInvalidArgument)
+		return nil, errNoClient
 	}
-	header := r.Header.Get("Authorization")
-	if strings.TrimSpace(header) == "" {
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		// The service would judge one of them and a proxy or handler may
+		// read another: no verdict can be trusted for the request.
+		return nil, &InvalidTokenError{Response: relayable(nil)}
+	}
+	if len(values) == 0 || strings.TrimSpace(values[0]) == "" {
 		return nil, ErrMissingToken
 	}
+	header := values[0]
 	if !utf8.ValidString(header) {
 		// No token of the service looks like this; it cannot be sent as is.
 		return nil, &InvalidTokenError{Response: relayable(nil)}
@@ -273,14 +390,31 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 		a.mu.Unlock()
 		return v.result()
 	}
-	call := a.inflight[key]
-	if call == nil {
-		call = &authCall{done: make(chan struct{})}
-		a.inflight[key] = call
-		go a.authenticate(context.WithoutCancel(r.Context()), key, header, call)
-	}
+	call, err := a.join(r.Context(), key, header)
 	a.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return a.wait(r.Context(), call)
+}
+
+// join returns the call in flight for key, or starts one within the bound
+// on calls. a.mu must be held.
+func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header string) (*authCall, error) {
+	if call := a.inflight[key]; call != nil {
+		return call, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errorf("waiting for the End User token check: %w", err)
+	}
+	if a.calls >= a.maxCalls {
+		return nil, ErrTooManyChecks
+	}
+	call := &authCall{done: make(chan struct{})}
+	a.inflight[key] = call
+	a.calls++
+	go a.authenticate(context.WithoutCancel(ctx), key, header, call)
+	return call, nil
 }
 
 // tokenKey is the cache key of an Authorization header value: its SHA-256
@@ -313,7 +447,7 @@ func (a *Authenticator) wait(ctx context.Context, call *authCall) (*EndUser, err
 	select {
 	case <-call.done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("management: waiting for the End User token check: %w", ctx.Err())
+		return nil, errorf("waiting for the End User token check: %w", ctx.Err())
 	}
 	if call.err != nil {
 		return nil, call.err
@@ -321,41 +455,74 @@ func (a *Authenticator) wait(ctx context.Context, call *authCall) (*EndUser, err
 	return call.verdict.result()
 }
 
+// Forget drops the cached verdict of the Authorization header value
+// authorization, as on sign-out: once the service has revoked the token,
+// the next check asks the service again instead of accepting the token for
+// the rest of CacheTTL. A check in flight for it when Forget runs still
+// answers the requests already waiting, but its verdict is not cached, and
+// later checks make a call of their own. ctx is for a verdict store shared
+// with other processes; the in-process cache does not need it. Forget
+// fails only for a blank authorization.
+func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
+	if strings.TrimSpace(authorization) == "" {
+		return errorf("%w: authorization is empty", ErrInvalidArgument)
+	}
+	a.once.Do(a.init)
+	key := tokenKey(authorization)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cache != nil {
+		a.cache.Remove(key)
+	}
+	// The call keeps running (and counting against the bound) but is no
+	// longer the one this token's checks join or whose verdict is cached.
+	delete(a.inflight, key)
+	return nil
+}
+
 // authenticate makes call, caches its verdict and wakes its waiters. It runs
 // detached from the request that started it, so a caller that gives up does
-// not fail the others.
+// not fail the others, and ends within a.timeout.
 func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte, header string, call *authCall) {
-	ctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
-		// The error names the operation and status, never the token.
+		// Authenticate redacts the token from the service's texts; the log
+		// record is redacted again so that no path can carry it there.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
-			slog.String("error", err.Error()))
-		err = fmt.Errorf("%w: %w", ErrAuthenticationUnavailable, err)
+			slog.String("error", newTokenRedactor(header).string(err.Error())))
+		err = errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 
 	a.mu.Lock()
+	a.calls--
+	current := a.inflight[key] == call // false once Forget dropped it
+	if current {
+		delete(a.inflight, key)
+	}
 	if err != nil {
 		call.err = err
 	} else {
-		call.verdict = a.verdictFor(auth, time.Now())
-		if a.cache != nil {
+		call.verdict = a.verdictFor(auth, header, time.Now())
+		if a.cache != nil && current {
 			a.cache.Add(key, call.verdict)
 		}
 	}
-	delete(a.inflight, key)
 	a.mu.Unlock()
 	close(call.done)
 }
 
-// verdictFor turns the service's answer into a cacheable verdict.
-func (a *Authenticator) verdictFor(auth *EndUserAuthentication, now time.Time) authVerdict {
+// verdictFor turns the service's answer into a cacheable verdict. The role
+// named in a refusal comes from the service, so it is redacted like its
+// other texts.
+func (a *Authenticator) verdictFor(auth *EndUserAuthentication, header string, now time.Time) authVerdict {
 	switch {
 	case !auth.Valid:
 		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(a.invalidTTL)}
 	case auth.Role != RoleAppUser:
-		return authVerdict{err: fmt.Errorf("%w: %q", ErrForbiddenRole, auth.Role), expires: now.Add(a.validTTL)}
+		role := newTokenRedactor(header).string(string(auth.Role))
+		return authVerdict{err: errorf("%w: %q", ErrForbiddenRole, role), expires: now.Add(a.validTTL)}
 	}
 	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(a.validTTL)}
 }
@@ -382,7 +549,14 @@ func relayable(cr *ClientResponse) *ClientResponse {
 // through, with the End User in the request's context (see
 // EndUserFromContext). Other requests are answered by ErrorHandler, or as
 // described on Authenticator.
+//
+// Handler panics when a.Client is nil, as net/http's ServeMux panics when
+// a handler is registered wrongly: a middleware that could never let a
+// request through is a setup error, not a run of 503s.
 func (a *Authenticator) Handler(next http.Handler) http.Handler {
+	if a.Client == nil {
+		panic("management: Authenticator.Handler: Authenticator.Client is nil")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, err := a.Check(r)
 		if err != nil {
@@ -417,7 +591,14 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		writeClientError(w, invalid.Response.HTTPCode, invalid.Response.HTTPBody)
 	case errors.Is(err, ErrForbiddenRole):
 		writeClientError(w, http.StatusForbidden, forbiddenRoleBody)
+	case errors.Is(err, ErrTooManyChecks):
+		// The bound is local and clears as calls end (within Timeout, most
+		// within milliseconds): a client may well try again in a second.
+		w.Header().Set("Retry-After", "1")
+		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
 	default:
+		// No Retry-After: when the service will answer again is not known
+		// here, and one fixed hint would bring every client back at once.
 		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
 	}
 }

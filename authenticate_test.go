@@ -3,7 +3,9 @@ package management
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -180,6 +182,58 @@ func TestAuthenticateServiceErrors(t *testing.T) {
 			}
 			if n := mt.GetCallCountInfo()["POST "+authnEndpoint]; n != tt.wantCalls {
 				t.Errorf("%d authenticate calls, want %d", n, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestAuthenticateRedactsToken(t *testing.T) {
+	const (
+		token  = "eu-9f8e/7d6c+5b4a-secret"
+		header = "Bearer " + token
+	)
+	html := httpmock.NewStringResponder(http.StatusBadRequest, "<p>bad token: "+header+"</p>").
+		HeaderSet(http.Header{"Content-Type": {"text/html"}})
+	tests := []struct {
+		name   string
+		answer httpmock.Responder
+		want   *APIError
+	}{
+		{"message quotes the header", jsonResponder(400, map[string]any{"reason": ReasonRequestValidation, "error_message": header + " is malformed"}),
+			&APIError{StatusCode: 400, Reason: ReasonRequestValidation, Message: "REDACTED is malformed"}},
+		{"message quotes the token", jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": "token " + token + " expired; " + token}),
+			&APIError{StatusCode: 401, Reason: ReasonUnauthorized, Message: "token REDACTED expired; REDACTED"}},
+		{"reason quotes the token", jsonResponder(400, map[string]any{"reason": token, "error_message": ""}),
+			&APIError{StatusCode: 400, Reason: "REDACTED"}},
+		{"body not JSON", html,
+			&APIError{StatusCode: 400, Body: []byte("<p>bad token: REDACTED</p>")}},
+		{"body JSON-escaped", authnRaw(400, `{"detail":"token \"eu-9f8e\/7d6c+5b4a-secret\""}`),
+			&APIError{StatusCode: 400, Body: []byte(`{"detail":"token \"REDACTED\""}`)}},
+		{"body cut inside the token", authnRaw(400, strings.Repeat("x", maxErrorBody-14)+header+" is bad"),
+			&APIError{StatusCode: 400, Body: []byte(strings.Repeat("x", maxErrorBody-14) + "REDACTED")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := setup(t, Config{MaxRetries: -1})
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, http.MethodPost)
+				testHeader(t, r, "Authorization", "Bearer "+mockToken)
+				testBody(t, r, `{"access_token":"`+header+`"}`)
+				return tt.answer(r)
+			})
+			_, err := c.Authenticate(context.Background(), header)
+			var ae *APIError
+			if !errors.As(err, &ae) {
+				t.Fatalf("Authenticate = %v, want an *APIError", err)
+			}
+			tt.want.Method, tt.want.Path = http.MethodPost, "/authenticate"
+			if diff := cmp.Diff(tt.want, ae); diff != "" {
+				t.Errorf("APIError (-want +got):\n%s", diff)
+			}
+			for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err), string(ae.Body)} {
+				if strings.Contains(text, token) || strings.Contains(text, "9f8e") {
+					t.Errorf("%q holds (part of) the token", text)
+				}
 			}
 		})
 	}

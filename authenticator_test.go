@@ -218,6 +218,9 @@ func TestAuthenticatorCases(t *testing.T) {
 				if wa := got.header.Get("WWW-Authenticate"); (got.status == 401) != (wa == "Bearer") {
 					t.Errorf("status %d with WWW-Authenticate %q", got.status, wa)
 				}
+				if ra := got.header.Get("Retry-After"); ra != "" {
+					t.Errorf("status %d with Retry-After %q, want none (only a refusal over MaxConcurrentChecks has one)", got.status, ra)
+				}
 			}
 		})
 	}
@@ -621,6 +624,13 @@ func TestAuthenticatorNeverLogsTokens(t *testing.T) {
 		"Bearer " + secret + "-401":  jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""}),
 		"Bearer " + secret + "-down": httpmock.NewErrorResponder(errors.New("dial tcp: connection refused")),
 		"Bearer " + secret + "-bad":  authnRaw(200, `{"is_token_valid":true}`),
+		// The service's own answers quote the token.
+		"Bearer " + secret + "-echo": jsonResponder(400, map[string]any{"reason": ReasonRequestValidation,
+			"error_message": "Bearer " + secret + "-echo is malformed"}),
+		"Bearer " + secret + "-echo401": jsonResponder(401, map[string]any{"reason": ReasonUnauthorized,
+			"error_message": "session of " + secret + "-echo401 expired"}),
+		"Bearer " + secret + "-html": httpmock.NewStringResponder(502, "<p>upstream refused Bearer "+secret+"-html</p>"),
+		"Bearer " + secret + "-role": jsonResponder(200, authnValid("u-1", Role("Bearer "+secret+"-role"))),
 	}
 	c, _ := authnSetup(t, Config{Logger: logger}, answers)
 	a := &Authenticator{Client: c}
@@ -639,21 +649,29 @@ func TestAuthenticatorNeverLogsTokens(t *testing.T) {
 			t.Errorf("logs hold %q:\n%s", s, out)
 		}
 	}
-	if got := strings.Count(out, "End User token check failed"); got != 4 {
-		t.Errorf("%d failure records, want 4 (503, 401, unreachable, malformed):\n%s", got, out)
+	if got := strings.Count(out, "End User token check failed"); got != 7 {
+		t.Errorf("%d failure records, want 7 (503, 401 twice, unreachable, malformed, 400, 502):\n%s", got, out)
 	}
 }
 
 func TestAuthenticatorWithoutClient(t *testing.T) {
 	var a Authenticator
 	_, err := a.Check(authnRequest(context.Background(), "Bearer eu-1"))
-	if !errors.Is(err, ErrAuthenticationUnavailable) || !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("Check without Client = %v, want ErrAuthenticationUnavailable and ErrInvalidArgument", err)
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "Authenticator.Client") {
+		t.Errorf("Check without Client = %v, want ErrInvalidArgument naming Authenticator.Client", err)
 	}
-	res := authnServe(t, context.Background(), &a, "Bearer eu-1")
-	if res.status != http.StatusServiceUnavailable || res.nextRan {
-		t.Errorf("Handler without Client: status %d, next ran %t; want 503", res.status, res.nextRan)
+	if got := strings.Count(err.Error(), "management: "); got != 1 {
+		t.Errorf("Check without Client = %q, want the package prefix once", err)
 	}
+
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "Authenticator.Client") {
+			t.Errorf("Handler without Client panicked with %q, want a message naming Authenticator.Client", msg)
+		}
+	}()
+	a.Handler(http.NotFoundHandler()) // at setup, before any request
+	t.Error("Handler without Client did not panic")
 }
 
 func TestEndUserFromContextEmpty(t *testing.T) {
@@ -720,4 +738,292 @@ func BenchmarkAuthenticatorCheckUncached(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// authnGate makes every later authenticate call of script wait until the
+// returned function is called.
+func authnGate(script *authnScript) (release func()) {
+	gate := make(chan struct{})
+	script.mu.Lock()
+	script.gate = gate
+	script.mu.Unlock()
+	return func() { close(gate) }
+}
+
+func TestAuthenticatorMaxConcurrentChecks(t *testing.T) {
+	for _, tt := range []struct {
+		max, want int
+	}{{0, 64}, {-1, 64}, {3, 3}} {
+		t.Run(fmt.Sprint(tt.max), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				c, script := authnSetup(t, Config{}, authnAnswers())
+				a := &Authenticator{Client: c, MaxConcurrentChecks: tt.max}
+				if _, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil { // cached from now on
+					t.Fatalf("Check(eu-alice): %v", err)
+				}
+				release := authnGate(script)
+
+				errs := make([]error, tt.want+1)
+				var wg sync.WaitGroup
+				for i := range tt.want {
+					wg.Go(func() { _, errs[i] = a.Check(authnRequest(ctx, fmt.Sprintf("Bearer random-%d", i))) })
+				}
+				wg.Go(func() { _, errs[tt.want] = a.Check(authnRequest(ctx, "Bearer random-0")) }) // joins a call
+				synctest.Wait()
+				if n := script.callsFor(""); n != 1+tt.want {
+					t.Fatalf("%d calls started, want %d", n-1, tt.want)
+				}
+
+				start := time.Now()
+				_, err := a.Check(authnRequest(ctx, "Bearer random-over"))
+				if !errors.Is(err, ErrTooManyChecks) || !errors.Is(err, ErrAuthenticationUnavailable) {
+					t.Errorf("Check beyond the bound = %v, want ErrTooManyChecks and ErrAuthenticationUnavailable", err)
+				}
+				if waited := time.Since(start); waited != 0 {
+					t.Errorf("Check beyond the bound waited %v, want a refusal at once", waited)
+				}
+				res := authnServe(t, ctx, a, "Bearer random-over")
+				if res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") != "1" || res.nextRan {
+					t.Errorf("Handler beyond the bound: status %d, Retry-After %q, next ran %t; want 503, 1",
+						res.status, res.header.Get("Retry-After"), res.nextRan)
+				}
+				if diff := cmp.Diff(authnUnavailableBody, res.body); diff != "" {
+					t.Errorf("body beyond the bound (-want +got):\n%s", diff)
+				}
+				if u, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil || u.ID != "u-alice" {
+					t.Errorf("cached Check during the flood = %+v, %v; want u-alice", u, err)
+				}
+				a.mu.Lock()
+				inflight := len(a.inflight)
+				a.mu.Unlock()
+				if inflight != tt.want || script.callsFor("Bearer random-over") != 0 {
+					t.Errorf("%d calls in flight, %d for the refused token; want %d and 0",
+						inflight, script.callsFor("Bearer random-over"), tt.want)
+				}
+
+				release()
+				wg.Wait()
+				for i, err := range errs {
+					if !errors.Is(err, ErrInvalidToken) {
+						t.Errorf("check %d = %v, want the service's verdict ErrInvalidToken", i, err)
+					}
+				}
+				if _, err := a.Check(authnRequest(ctx, "Bearer random-over")); !errors.Is(err, ErrInvalidToken) {
+					t.Errorf("Check once the calls ended = %v, want a call and ErrInvalidToken", err)
+				}
+			})
+		})
+	}
+}
+
+func TestAuthenticatorEndedRequestStartsNoCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		a := &Authenticator{Client: c}
+		if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice")); err != nil {
+			t.Fatalf("Check(eu-alice): %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := a.Check(authnRequest(ctx, "Bearer eu-bob")); !errors.Is(err, context.Canceled) {
+			t.Errorf("Check of an ended request = %v, want context.Canceled", err)
+		}
+		synctest.Wait() // a call started anyway would have been made by now
+		if n := script.callsFor("Bearer eu-bob"); n != 0 {
+			t.Errorf("%d calls for an ended request, want 0", n)
+		}
+		if u, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil || u.ID != "u-alice" {
+			t.Errorf("cached Check of an ended request = %+v, %v; want u-alice", u, err)
+		}
+	})
+}
+
+func TestAuthenticatorTimeout(t *testing.T) {
+	hang := func(req *http.Request) (*http.Response, error) {
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	retryAfter := func(secs string) httpmock.Responder {
+		return jsonResponder(503, map[string]any{"reason": "SERVICE.UNAVAILABLE", "error_message": ""}).
+			HeaderSet(http.Header{"Retry-After": {secs}})
+	}
+	tests := []struct {
+		name      string
+		timeout   time.Duration
+		answer    httpmock.Responder
+		wantTime  time.Duration
+		wantCalls int
+		wantErr   error
+	}{
+		// The Retry-After wait (capped at RetryWaitMax, 15 s) would pass the bound: not taken.
+		{"503 Retry-After 30", 0, retryAfter("30"), 0, 1, nil},
+		{"503 Retry-After 1", 2 * time.Second, retryAfter("1"), time.Second, 2, nil},
+		{"service hangs", 0, hang, 5 * time.Second, 1, context.DeadlineExceeded},
+		{"service hangs, Timeout 2s", 2 * time.Second, hang, 2 * time.Second, 1, context.DeadlineExceeded},
+		{"negative Timeout", -time.Second, hang, 5 * time.Second, 1, context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// The Client's defaults, which the mock fixture shortens.
+				cfg := Config{RetryWaitMin: 250 * time.Millisecond, RetryWaitMax: 15 * time.Second}
+				c, script := authnSetup(t, cfg, map[string]httpmock.Responder{"Bearer eu-1": tt.answer})
+				a := &Authenticator{Client: c, Timeout: tt.timeout}
+				start := time.Now()
+				res := authnServe(t, context.Background(), a, "Bearer eu-1")
+				if took := time.Since(start); took != tt.wantTime {
+					t.Errorf("the check took %v, want %v", took, tt.wantTime)
+				}
+				if res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") != "" {
+					t.Errorf("status %d, Retry-After %q; want 503 without Retry-After", res.status, res.header.Get("Retry-After"))
+				}
+				if n := script.callsFor(""); n != tt.wantCalls {
+					t.Errorf("%d calls, want %d", n, tt.wantCalls)
+				}
+				if tt.wantErr == nil {
+					return
+				}
+				_, err := a.Check(authnRequest(context.Background(), "Bearer eu-1"))
+				if !errors.Is(err, ErrAuthenticationUnavailable) || !errors.Is(err, tt.wantErr) {
+					t.Errorf("Check = %v, want ErrAuthenticationUnavailable and %v", err, tt.wantErr)
+				}
+			})
+		})
+	}
+}
+
+func TestAuthenticatorMultipleAuthorizationHeaders(t *testing.T) {
+	for _, values := range [][]string{
+		{"Bearer eu-alice", "Bearer eu-bob"},
+		{"Bearer eu-alice", "Bearer eu-alice"},
+		{"Bearer eu-alice", ""},
+	} {
+		c, script := authnSetup(t, Config{}, authnAnswers())
+		a := &Authenticator{Client: c}
+		r := httptest.NewRequest(http.MethodGet, "/api/things", nil)
+		r.Header["Authorization"] = values
+		w := httptest.NewRecorder()
+		nextRan := false
+		a.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { nextRan = true })).ServeHTTP(w, r)
+
+		if w.Code != http.StatusUnauthorized || nextRan || w.Header().Get("WWW-Authenticate") != "Bearer" {
+			t.Errorf("%q: status %d, next ran %t, WWW-Authenticate %q; want 401, Bearer",
+				values, w.Code, nextRan, w.Header().Get("WWW-Authenticate"))
+		}
+		var body any
+		_ = json.Unmarshal(w.Body.Bytes(), &body)
+		if diff := cmp.Diff(authnBody(401, "auth.unauthorized", "The access token is invalid."), body); diff != "" {
+			t.Errorf("%q: body (-want +got):\n%s", values, diff)
+		}
+		var invalid *InvalidTokenError
+		if _, err := a.Check(r); !errors.As(err, &invalid) {
+			t.Errorf("%q: Check = %v, want an *InvalidTokenError", values, err)
+		}
+		if n := script.callsFor(""); n != 0 {
+			t.Errorf("%q: %d calls, want 0", values, n)
+		}
+	}
+}
+
+func TestAuthenticatorForget(t *testing.T) {
+	c, script := authnSetup(t, Config{}, authnAnswers())
+	a := &Authenticator{Client: c}
+	ctx := context.Background()
+	for _, header := range []string{"Bearer eu-alice", "Bearer eu-unknown"} { // a valid and an invalid verdict
+		for range 2 {
+			_, _ = a.Check(authnRequest(ctx, header))
+		}
+		if err := a.Forget(ctx, header); err != nil {
+			t.Fatalf("Forget(%q): %v", header, err)
+		}
+		_, _ = a.Check(authnRequest(ctx, header))
+		if n := script.callsFor(header); n != 2 {
+			t.Errorf("%q: %d calls, want 2 (one before and one after Forget)", header, n)
+		}
+	}
+	if u, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil || u.ID != "u-alice" {
+		t.Errorf("Check after Forget = %+v, %v; want u-alice", u, err)
+	}
+
+	for _, blank := range []string{"", " \t"} {
+		if err := a.Forget(ctx, blank); !errors.Is(err, ErrInvalidArgument) || strings.Count(err.Error(), "management: ") != 1 {
+			t.Errorf("Forget(%q) = %v, want ErrInvalidArgument", blank, err)
+		}
+	}
+	if err := a.Forget(ctx, "Bearer never-seen"); err != nil {
+		t.Errorf("Forget of an unknown token = %v, want nil", err)
+	}
+	if err := new(Authenticator).Forget(ctx, "Bearer eu-alice"); err != nil {
+		t.Errorf("Forget before any Check = %v, want nil", err)
+	}
+	if err := (&Authenticator{Client: c, CacheTTL: -1}).Forget(ctx, "Bearer eu-alice"); err != nil {
+		t.Errorf("Forget without a cache = %v, want nil", err)
+	}
+}
+
+// TestAuthenticatorForgetInFlight revokes a token while a check of it is in
+// flight: the service's first answer (valid) comes from before the revocation.
+func TestAuthenticatorForgetInFlight(t *testing.T) {
+	revoked := func() map[string]httpmock.Responder {
+		return map[string]httpmock.Responder{"Bearer eu-alice": jsonResponder(200, authnValid("u-alice", RoleAppUser)).
+			Once().Then(jsonResponder(200, authnInvalid()))}
+	}
+	check := func(a *Authenticator, into chan<- error) {
+		_, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice"))
+		into <- err
+	}
+
+	t.Run("its verdict is not cached", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, script := authnSetup(t, Config{}, revoked())
+			a := &Authenticator{Client: c}
+			release := authnGate(script)
+			before := make(chan error, 1)
+			go check(a, before)
+			synctest.Wait()
+			if err := a.Forget(context.Background(), "Bearer eu-alice"); err != nil {
+				t.Fatalf("Forget: %v", err)
+			}
+			release()
+			if err := <-before; err != nil {
+				t.Errorf("the check that was waiting = %v, want the answer of its call", err)
+			}
+			if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-alice")); !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("Check after Forget = %v, want a new call and ErrInvalidToken", err)
+			}
+			if n := script.callsFor(""); n != 2 {
+				t.Errorf("%d calls, want 2", n)
+			}
+		})
+	})
+
+	t.Run("later checks make their own call", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, script := authnSetup(t, Config{}, authnAnswers())
+			a := &Authenticator{Client: c, MaxConcurrentChecks: 2}
+			release := authnGate(script)
+			before, after := make(chan error, 1), make(chan error, 1)
+			go check(a, before)
+			synctest.Wait()
+			if err := a.Forget(context.Background(), "Bearer eu-alice"); err != nil {
+				t.Fatalf("Forget: %v", err)
+			}
+			go check(a, after)
+			synctest.Wait()
+			if n := script.callsFor(""); n != 2 {
+				t.Errorf("%d calls in flight, want 2 (the check after Forget did not join the earlier call)", n)
+			}
+			// The forgotten call still counts against the bound.
+			if _, err := a.Check(authnRequest(context.Background(), "Bearer eu-bob")); !errors.Is(err, ErrTooManyChecks) {
+				t.Errorf("third call = %v, want ErrTooManyChecks", err)
+			}
+			release()
+			for _, ch := range []chan error{before, after} {
+				if err := <-ch; err != nil {
+					t.Errorf("Check = %v, want nil", err)
+				}
+			}
+		})
+	})
 }

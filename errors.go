@@ -220,6 +220,11 @@ var (
 	// management token, or answering in an unknown shape). The error
 	// wrapping it also wraps the cause (*APIError, *TransportError, ...).
 	ErrAuthenticationUnavailable = errors.New("management: End User token check unavailable")
+	// ErrTooManyChecks: the token needed a call to the service while
+	// Authenticator.MaxConcurrentChecks calls were in flight, so it was
+	// refused at once, without a verdict. It matches
+	// ErrAuthenticationUnavailable.
+	ErrTooManyChecks = errorf("%w: too many checks in flight", ErrAuthenticationUnavailable)
 )
 
 // InvalidTokenError is the refusal of an End User token the service said is
