@@ -68,7 +68,8 @@ type Config struct {
 	UserAgent string
 	// MaxRetries bounds the retries after the first attempt. 0: 4; negative: never retry.
 	MaxRetries int
-	// RetryWaitMin is the shortest wait between attempts. 0: 250ms.
+	// RetryWaitMin is the shortest wait between attempts, Retry-After
+	// included. 0: 250ms.
 	RetryWaitMin time.Duration
 	// RetryWaitMax is the longest wait between attempts, Retry-After
 	// included. 0: 15s.

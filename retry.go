@@ -19,10 +19,10 @@ import (
 // The retry policy. Every operation of this API is safe to repeat (reads,
 // PATCH merges, associate answers 200 when the association exists), so
 // connection failures, 429, 500, 502, 503 and 504 are retried; no other
-// status is. Waits honour Retry-After on 429 and 503 (capped at
-// RetryWaitMax) and are otherwise exponential with full jitter between
-// RetryWaitMin and RetryWaitMax. A wait that would pass the context's
-// deadline is not taken: the last answer is returned at once.
+// status is. Waits honour Retry-After on 429 and 503 (kept between
+// RetryWaitMin and RetryWaitMax) and are otherwise exponential with full
+// jitter between RetryWaitMin and RetryWaitMax. A wait that would pass the
+// context's deadline is not taken: the last answer is returned at once.
 
 // exchange is the state of one call through the retry layer. Its methods are
 // the retryablehttp hooks; they run on the caller's goroutine, one at a time.
@@ -157,7 +157,7 @@ func retryable(resp *http.Response, err error) bool {
 func retryWait(min, max time.Duration, n int, resp *http.Response, now time.Time) time.Duration {
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
-			return clamp(d, 0, max)
+			return clamp(d, min, max)
 		}
 	}
 	ceiling := max
