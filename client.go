@@ -45,7 +45,9 @@ type Config struct {
 	// they stand. http:// is accepted only for a loopback host unless
 	// AllowInsecureHTTP is set.
 	BaseURL string
-	// ClientID identifies the client application. Required unless TokenSource is set.
+	// ClientID identifies the client application. Required unless
+	// TokenSource is set; it must not contain ':', which HTTP Basic
+	// credentials cannot carry.
 	ClientID string
 	// ClientSecret is the client application's secret. Required unless
 	// TokenSource is set. It is sent only to the token endpoint and never printed.
@@ -79,6 +81,7 @@ type Config struct {
 	// than half the lifetime.
 	RefreshMargin time.Duration
 	// PathPrefix precedes every path. "": "/v2/api/management/service_connect".
+	// BaseURL must not end with it: the client adds it.
 	PathPrefix string
 	// UnsetMarker is the custom settings value that removes a key.
 	// "": "$ServiceUnset$". ThingUpdate's Unset is sent as this value.
@@ -168,17 +171,17 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.TokenSource == nil && (cfg.ClientID == "" || cfg.ClientSecret == "") {
-		return nil, fmt.Errorf("%w: Config.ClientID and Config.ClientSecret are required unless Config.TokenSource is set", ErrInvalidArgument)
+	if err := checkCredentials(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 {
-		return nil, fmt.Errorf("%w: Config.RetryWaitMin and Config.RetryWaitMax must not be negative", ErrInvalidArgument)
+		return nil, errorf("%w: Config.RetryWaitMin and Config.RetryWaitMax must not be negative", ErrInvalidArgument)
 	}
 	if cfg.MaxResponseBytes < 0 {
-		return nil, fmt.Errorf("%w: Config.MaxResponseBytes must not be negative", ErrInvalidArgument)
+		return nil, errorf("%w: Config.MaxResponseBytes must not be negative", ErrInvalidArgument)
 	}
 	if cfg.PathPrefix != "" && (!strings.HasPrefix(cfg.PathPrefix, "/") || strings.ContainsAny(cfg.PathPrefix, "?#")) {
-		return nil, fmt.Errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
+		return nil, errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
 	}
 	c := &Client{
 		base:        base,
@@ -193,11 +196,14 @@ func NewClient(cfg Config) (*Client, error) {
 		unsetMarker: cmp.Or(cfg.UnsetMarker, defaultUnsetMarker),
 		maxBody:     cmp.Or(cfg.MaxResponseBytes, defaultMaxResponseBytes),
 	}
+	if err := c.checkBaseWithoutPrefix(); err != nil {
+		return nil, err
+	}
 	c.exchanges.New = c.newExchange
 	c.jsonHeader = []string{"application/json"}
 	c.userAgentHeader = []string{strings.TrimSpace(cfg.UserAgent + " management-go/" + Version)}
 	if c.waitMin > c.waitMax {
-		return nil, fmt.Errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
+		return nil, errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
 	}
 	switch {
 	case cfg.MaxRetries == 0:
@@ -239,25 +245,50 @@ func newHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
+// checkCredentials checks the client credentials when they are used. The
+// id is never quoted: Config treats it as a secret.
+func checkCredentials(cfg Config) error {
+	switch {
+	case cfg.TokenSource != nil:
+		return nil
+	case cfg.ClientID == "" || cfg.ClientSecret == "":
+		return errorf("%w: Config.ClientID and Config.ClientSecret are required unless Config.TokenSource is set", ErrInvalidArgument)
+	case strings.Contains(cfg.ClientID, ":"):
+		return errorf("%w: Config.ClientID contains ':', which HTTP Basic credentials cannot carry", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// checkBaseWithoutPrefix refuses a base URL that already ends with the
+// path prefix: the client adds the prefix to every path, so the service
+// would see it twice and answer 404 to everything.
+func (c *Client) checkBaseWithoutPrefix() error {
+	if c.prefix == "" || !strings.HasSuffix(c.basePath, c.prefix) {
+		return nil
+	}
+	return errorf("%w: Config.BaseURL %q already ends with the path prefix %q, which the client adds to every path; write BaseURL as %q",
+		ErrInvalidArgument, c.baseURL, c.prefix, strings.TrimSuffix(c.baseURL, c.prefix))
+}
+
 func checkBaseURL(raw string, allowInsecure bool) (*url.URL, error) {
 	if raw == "" {
-		return nil, fmt.Errorf("%w: Config.BaseURL is required", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL is required", ErrInvalidArgument)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Config.BaseURL is not a URL", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL is not a URL", ErrInvalidArgument)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%w: Config.BaseURL must be an absolute http or https URL", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL must be an absolute http or https URL", ErrInvalidArgument)
 	case u.Host == "" || u.Opaque != "":
-		return nil, fmt.Errorf("%w: Config.BaseURL has no host", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL has no host", ErrInvalidArgument)
 	case u.User != nil:
-		return nil, fmt.Errorf("%w: Config.BaseURL must not hold user info; use ClientID and ClientSecret", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL must not hold user info; use ClientID and ClientSecret", ErrInvalidArgument)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
-		return nil, fmt.Errorf("%w: Config.BaseURL must not have a query or fragment", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL must not have a query or fragment", ErrInvalidArgument)
 	case u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()):
-		return nil, fmt.Errorf("%w: Config.BaseURL uses http:// to a host that is not loopback; use https or set AllowInsecureHTTP", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL uses http:// to a host that is not loopback; use https or set AllowInsecureHTTP", ErrInvalidArgument)
 	}
 	return u, nil
 }
