@@ -60,7 +60,10 @@ type Config struct {
 	TokenSource TokenSource
 	// HTTPClient is the client under the retry layer (proxy, TLS, tracing).
 	// nil: a client with its own connection pool. Its Timeout, when set,
-	// bounds each attempt; the caller's context bounds the whole call.
+	// bounds each attempt; the caller's context bounds the whole call. The
+	// client follows no redirect, whatever HTTPClient.CheckRedirect says: it
+	// uses a copy of HTTPClient with its own CheckRedirect, and leaves
+	// HTTPClient as it is.
 	HTTPClient *http.Client
 	// Logger receives a Debug record per attempt and an Info record per
 	// retry decision: method, path without query, status, attempt, wait.
@@ -188,7 +191,7 @@ func NewClient(cfg Config) (*Client, error) {
 		baseURL:     strings.TrimSuffix(base.String(), "/"),
 		basePath:    strings.TrimSuffix(base.EscapedPath(), "/"),
 		prefix:      strings.TrimSuffix(cmp.Or(cfg.PathPrefix, defaultPathPrefix), "/"),
-		httpClient:  cfg.HTTPClient,
+		httpClient:  withoutRedirects(cfg.HTTPClient),
 		logger:      cfg.Logger,
 		maxRetries:  cfg.MaxRetries,
 		waitMin:     cmp.Or(cfg.RetryWaitMin, defaultRetryWaitMin),
@@ -210,9 +213,6 @@ func NewClient(cfg Config) (*Client, error) {
 		c.maxRetries = defaultMaxRetries
 	case cfg.MaxRetries < 0:
 		c.maxRetries = 0
-	}
-	if c.httpClient == nil {
-		c.httpClient = newHTTPClient()
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -237,12 +237,65 @@ func (c *Client) String() string {
 // GoString is String, so that %#v shows no credentials either.
 func (c *Client) GoString() string { return c.String() }
 
-// newHTTPClient returns a client with its own pool, sized for an SDK that
+// withoutRedirects returns the client the SDK sends through: a shallow copy
+// of hc (nil: a client with its own pool) that follows no redirect. A 3xx
+// is handed back as it is and becomes an *APIError, so that no credential
+// is sent, and no write replayed, anywhere but where Config says. hc itself
+// is left as it is: the caller may share it.
+func withoutRedirects(hc *http.Client) *http.Client {
+	var c http.Client
+	if hc != nil {
+		c = *hc
+	}
+	next := c.Transport
+	switch {
+	case hc == nil:
+		next = newTransport()
+	case next == nil:
+		next = http.DefaultTransport
+	}
+	c.Transport = keepRedirects{next}
+	c.CheckRedirect = refuseRedirect
+	return &c
+}
+
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// keepRedirects completes refuseRedirect: net/http parses a 3xx's Location
+// before it asks CheckRedirect, and fails the call on one that does not
+// parse, quoting it whole (query included) in an error that the retry
+// layer would retry. Such a Location is emptied (net/http hands a 3xx with
+// an empty Location back as it is), so that the 3xx comes back like any
+// other.
+type keepRedirects struct{ next http.RoundTripper }
+
+func (t keepRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || !isRedirect(resp.StatusCode) {
+		return resp, err
+	}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		if _, perr := req.URL.Parse(loc); perr != nil {
+			resp.Header.Set("Location", "")
+		}
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections closes the idle connections of the transport below,
+// as http.Client.CloseIdleConnections does when there is no wrapper.
+func (t keepRedirects) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// newTransport returns a transport with its own pool, sized for an SDK that
 // many goroutines share (net/http keeps only 2 idle connections per host).
-func newHTTPClient() *http.Client {
+func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: t}
+	return t
 }
 
 // checkCredentials checks the client credentials when they are used. The
@@ -396,6 +449,10 @@ func (x *exchange) send(tok *Token) (*http.Response, error) {
 // *APIError or *TokenError. It always closes the body.
 func (x *exchange) readResponse(resp *http.Response, out any) error {
 	defer resp.Body.Close()
+	if isRedirect(resp.StatusCode) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBodyRead))
+		return x.op.redirectError(x.client.prefix, x.client.url(&x.op), resp)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
 		return x.op.errorFor(x.client.prefix, resp.StatusCode, body)
@@ -428,6 +485,13 @@ func (x *exchange) checkBody(status int, err error) error {
 		return nil
 	}
 	return &DecodeError{Method: x.op.method, Path: x.path, StatusCode: status, Err: err}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 // discard reads what is left of a body (to reuse the connection) and closes it.

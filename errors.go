@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -40,6 +41,11 @@ var (
 	ErrInvalidPageLink = errors.New("management: invalid next_page link")
 	// ErrResponseTooLarge: a response body was larger than Config.MaxResponseBytes.
 	ErrResponseTooLarge = errors.New("management: response body too large")
+	// ErrMisconfigured: the answer says the client is not talking to the
+	// API where Config says it is: a redirect (an *APIError with a 3xx
+	// status; redirects are never followed). Check Config.BaseURL and
+	// Config.PathPrefix.
+	ErrMisconfigured = errors.New("management: misconfigured: check Config.BaseURL and Config.PathPrefix")
 )
 
 // maxErrorBody bounds the raw body kept in APIError.Body.
@@ -49,6 +55,10 @@ const maxErrorBody = 1024
 // shape of the management endpoints, or any answer without a recognised shape
 // (an HTML page from a proxy, an empty body), in which case Reason is empty
 // and Body holds the start of the raw body.
+//
+// A redirect (3xx) is never followed: it is an APIError whose Message names
+// where it pointed, by path only (never the host or query), saying when
+// that is another origin; its Body is empty. It matches ErrMisconfigured.
 type APIError struct {
 	StatusCode int
 	Reason     string // "AUTH.UNAUTHORIZED", ...; "" when the body had no recognised shape
@@ -84,10 +94,12 @@ func (e *APIError) Error() string {
 }
 
 // Is reports whether e stands for target: ErrUnauthorized, ErrNotFound and
-// ErrValidation by reason (or by status when the body had no reason), and
-// ErrRateLimited by status 429.
+// ErrValidation by reason (or by status when the body had no reason),
+// ErrRateLimited by status 429, and ErrMisconfigured by a 3xx status.
 func (e *APIError) Is(target error) bool {
 	switch target {
+	case ErrMisconfigured:
+		return isRedirect(e.StatusCode)
 	case ErrUnauthorized:
 		return e.hasReason(ReasonUnauthorized, http.StatusUnauthorized)
 	case ErrNotFound:
@@ -172,6 +184,51 @@ func (e *TransportError) Error() string {
 
 // Unwrap returns the cause, for errors.Is(err, context.DeadlineExceeded) and the like.
 func (e *TransportError) Unwrap() error { return e.Err }
+
+// maxRedirectPath bounds the path of a redirect's Location named in APIError.Message.
+const maxRedirectPath = 200
+
+func isRedirect(status int) bool { return status >= 300 && status <= 399 }
+
+// redirectError describes a redirect answered to op, sent to reqURL,
+// without following it: where it pointed, by path only (a Location's host
+// and query are not the caller's business and can carry anything), and
+// whether that is another origin (scheme, host or port).
+func (op *operation) redirectError(prefix, reqURL string, resp *http.Response) *APIError {
+	e := &APIError{StatusCode: resp.StatusCode, Method: op.method, Path: op.logPath(prefix)}
+	locs := resp.Header.Values("Location")
+	loc := resp.Header.Get("Location")
+	from, ferr := url.Parse(reqURL)
+	to, terr := url.Parse(loc)
+	switch {
+	case len(locs) == 0:
+		e.Message = "redirect not followed"
+	case loc == "" || ferr != nil || terr != nil: // see keepRedirects
+		e.Message = "redirect to an unreadable Location not followed"
+	default:
+		to = from.ResolveReference(to)
+		where := "to " + truncate(to.EscapedPath(), maxRedirectPath)
+		if origin(to) != origin(from) {
+			where = "to another origin, path " + truncate(to.EscapedPath(), maxRedirectPath) + ","
+		}
+		e.Message = "redirect " + where + " not followed"
+	}
+	e.Message += "; check Config.BaseURL and Config.PathPrefix"
+	return e
+}
+
+// origin is u's scheme, host and port, the port made explicit.
+func origin(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	switch {
+	case port != "":
+	case scheme == "https":
+		port = "443"
+	case scheme == "http":
+		port = "80"
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
 
 // wireError is either error shape of the service.
 type wireError struct {

@@ -19,10 +19,11 @@ import (
 // The retry policy. Every operation of this API is safe to repeat (reads,
 // PATCH merges, associate answers 200 when the association exists), so
 // connection failures, 429, 500, 502, 503 and 504 are retried; no other
-// status is. Waits honour Retry-After on 429 and 503 (kept between
-// RetryWaitMin and RetryWaitMax) and are otherwise exponential with full
-// jitter between RetryWaitMin and RetryWaitMax. A wait that would pass the
-// context's deadline is not taken: the last answer is returned at once.
+// status is; a redirect (3xx) is neither followed nor retried. Waits honour
+// Retry-After on 429 and 503 (kept between RetryWaitMin and RetryWaitMax)
+// and are otherwise exponential with full jitter between RetryWaitMin and
+// RetryWaitMax. A wait that would pass the context's deadline is not taken:
+// the last answer is returned at once.
 
 // exchange is the state of one call through the retry layer. Its methods are
 // the retryablehttp hooks; they run on the caller's goroutine, one at a time.
