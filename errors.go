@@ -43,7 +43,9 @@ var (
 	ErrResponseTooLarge = errors.New("management: response body too large")
 	// ErrMisconfigured: the answer says the client is not talking to the
 	// API where Config says it is: a redirect (an *APIError with a 3xx
-	// status; redirects are never followed). Check Config.BaseURL and
+	// status; redirects are never followed), or an answer of the token
+	// endpoint without the OAuth 2.0 error shape, such as a 404 or an HTML
+	// page (a *TokenError with an empty Code). Check Config.BaseURL and
 	// Config.PathPrefix.
 	ErrMisconfigured = errors.New("management: misconfigured: check Config.BaseURL and Config.PathPrefix")
 )
@@ -120,30 +122,49 @@ func (e *APIError) hasReason(reason string, status int) bool {
 }
 
 // TokenError is a failure of the token endpoint in its OAuth 2.0 shape,
-// {error, error_description}.
+// {error, error_description}, or, with an empty Code, an answer of the
+// token request without that shape (a 404, an HTML page, ...; but a 429 or
+// 5xx, more likely an outage, is an *APIError, and a redirect too). Such an
+// answer is not the token endpoint's: the request went to the wrong place,
+// so it matches ErrMisconfigured, never ErrNotFound or ErrUnauthorized.
+// Its body is never kept: token answers can carry credentials.
 type TokenError struct {
 	StatusCode  int
-	Code        string // "invalid_client", "unsupported_grant_type", ...
+	Code        string // "invalid_client", "unsupported_grant_type", ...; "" without the OAuth 2.0 shape
 	Description string
 }
 
-// Error names the token request, the status, the code and the description.
+// Error names the token request, the status, the code and the description,
+// or, without a code, what to check.
 func (e *TokenError) Error() string {
-	msg := fmt.Sprintf("management: POST /auth/token: %d %s", e.StatusCode, e.Code)
-	if e.Description != "" {
-		msg += ": " + e.Description
+	var b strings.Builder
+	b.WriteString("management: POST /auth/token: ")
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	switch {
+	case e.Code != "":
+		b.WriteString(" " + e.Code)
+	case http.StatusText(e.StatusCode) != "":
+		b.WriteString(" " + http.StatusText(e.StatusCode))
 	}
-	return msg
+	switch {
+	case e.Description != "":
+		b.WriteString(": " + e.Description)
+	case e.Code == "":
+		b.WriteString(": not an answer of the token endpoint; check Config.BaseURL and Config.PathPrefix")
+	}
+	return b.String()
 }
 
 // Is reports whether e stands for target: ErrInvalidClient or
-// ErrUnsupportedGrantType, by code.
+// ErrUnsupportedGrantType by code, ErrMisconfigured without a code.
 func (e *TokenError) Is(target error) bool {
 	switch target {
 	case ErrInvalidClient:
 		return e.Code == "invalid_client"
 	case ErrUnsupportedGrantType:
 		return e.Code == "unsupported_grant_type"
+	case ErrMisconfigured:
+		return e.Code == ""
 	}
 	return false
 }
@@ -184,6 +205,21 @@ func (e *TransportError) Error() string {
 
 // Unwrap returns the cause, for errors.Is(err, context.DeadlineExceeded) and the like.
 func (e *TransportError) Unwrap() error { return e.Err }
+
+// tokenErrorFor maps a non-2xx answer of the token endpoint: its OAuth 2.0
+// shape as it stands; a 429 or 5xx without it to an *APIError, an outage
+// that the retries could not outlast; and any other answer without it to a
+// *TokenError with an empty Code: the request did not reach the token
+// endpoint. The body is never kept: it could quote the credentials.
+func tokenErrorFor(op *operation, prefix string, status int, w wireError) error {
+	switch {
+	case w.Error != nil && *w.Error != "":
+		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
+	case status == http.StatusTooManyRequests || status >= 500:
+		return &APIError{StatusCode: status, Method: op.method, Path: op.logPath(prefix)}
+	}
+	return &TokenError{StatusCode: status}
+}
 
 // maxRedirectPath bounds the path of a redirect's Location named in APIError.Message.
 const maxRedirectPath = 200
@@ -238,15 +274,15 @@ type wireError struct {
 	ErrorDescription string  `json:"error_description"`
 }
 
-// errorFor maps a non-2xx answer to op to an error: the token endpoint's
-// {error, error_description} to a *TokenError, {reason, error_message} to an
-// *APIError, and anything else to an *APIError with the start of the raw body.
-// 429 answers also match ErrRateLimited.
+// errorFor maps a non-2xx answer to op (but a redirect) to an error: the
+// token endpoint's answers to a *TokenError (see there), {reason,
+// error_message} to an *APIError, and anything else to an *APIError with
+// the start of the raw body. 429 answers also match ErrRateLimited.
 func (op *operation) errorFor(prefix string, status int, body []byte) error {
 	var w wireError
 	_ = json.Unmarshal(body, &w) // a body of another shape leaves w empty
-	if op.tokenAuth != "" && w.Error != nil && *w.Error != "" {
-		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
+	if op.tokenAuth != "" {
+		return tokenErrorFor(op, prefix, status, w)
 	}
 	e := &APIError{StatusCode: status, Method: op.method, Path: op.logPath(prefix)}
 	switch {

@@ -1,11 +1,93 @@
 package management
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jarcoal/httpmock"
 )
+
+// A token request that went to the wrong place says so, and is never taken
+// for an answer of the API.
+
+func TestTokenEndpointAnswerWithoutOAuthShapeIsMisconfiguration(t *testing.T) {
+	const leak = "echo-of-" + mockSecret
+	tests := []struct {
+		name   string
+		status int
+		resp   httpmock.Responder
+	}{
+		{"404 HTML page", 404, httpmock.NewStringResponder(404, "<html>Not Found "+leak+"</html>")},
+		{"404 of the management shape", 404, jsonResponder(404, map[string]any{"reason": ReasonEntityNotFound, "error_message": leak})},
+		{"401 of a gateway", 401, httpmock.NewStringResponder(401, leak)},
+		{"401 of the management shape", 401, jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": leak})},
+		{"400 empty", 400, httpmock.NewStringResponder(400, "")},
+		{"405 text", 405, httpmock.NewStringResponder(405, "Method Not Allowed "+leak)},
+		{"403 empty error code", 403, jsonResponder(403, map[string]any{"error": "", "error_description": leak})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodPost, tokenURL, tt.resp)
+			_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+
+			var te *TokenError
+			if !errors.As(err, &te) {
+				t.Fatalf("err = %v (%T), want *TokenError", err, err)
+			}
+			if diff := cmp.Diff(TokenError{StatusCode: tt.status}, *te); diff != "" {
+				t.Errorf("TokenError (-want +got):\n%s", diff)
+			}
+			want := fmt.Sprintf("management: POST /auth/token: %d %s: not an answer of the token endpoint; check Config.BaseURL and Config.PathPrefix",
+				tt.status, http.StatusText(tt.status))
+			if err.Error() != want {
+				t.Errorf("Error() = %q, want %q", err, want)
+			}
+			if !errors.Is(err, ErrMisconfigured) {
+				t.Errorf("errors.Is(err, ErrMisconfigured) = false")
+			}
+			for _, s := range []error{ErrNotFound, ErrUnauthorized, ErrValidation, ErrInvalidClient, ErrUnsupportedGrantType, ErrRateLimited} {
+				if errors.Is(err, s) {
+					t.Errorf("errors.Is(err, %v) = true", s)
+				}
+			}
+			var ae *APIError
+			if errors.As(err, &ae) {
+				t.Errorf("errors.As finds an *APIError: %+v", ae)
+			}
+			if n := mt.GetTotalCallCount(); n != 1 {
+				t.Errorf("%d requests, want the token request only, once", n)
+			}
+		})
+	}
+}
+
+func TestTokenEndpointOutageIsNotMisconfiguration(t *testing.T) {
+	const leak = "echo-of-" + mockSecret
+	for _, status := range []int{429, 500, 502, 503, 504} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			c, mt := setup(t, Config{MaxRetries: -1})
+			mt.RegisterResponder(http.MethodPost, tokenURL, httpmock.NewStringResponder(status, "<html>"+leak+"</html>"))
+			_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+			want := &APIError{StatusCode: status, Method: "POST", Path: "/auth/token"}
+			var ae *APIError
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v (%T), want *APIError", err, err)
+			}
+			if diff := cmp.Diff(want, ae); diff != "" {
+				t.Errorf("APIError (-want +got); the body must not be kept:\n%s", diff)
+			}
+			if errors.Is(err, ErrMisconfigured) || errors.Is(err, ErrRateLimited) != (status == 429) {
+				t.Errorf("errors.Is: ErrMisconfigured %t, ErrRateLimited %t", errors.Is(err, ErrMisconfigured), errors.Is(err, ErrRateLimited))
+			}
+		})
+	}
+}
 
 func TestNewClientRefusesBaseURLWithThePrefix(t *testing.T) {
 	tests := []struct {
