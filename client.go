@@ -457,34 +457,111 @@ func (x *exchange) readResponse(resp *http.Response, out any) error {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
 		return x.op.errorFor(x.client.prefix, resp.StatusCode, body)
 	}
-	x.body = io.LimitedReader{R: resp.Body, N: x.client.maxBody + 1}
+	x.body.reset(resp.Body, x.client.maxBody, !x.op.secretAnswer())
+	return x.checkBody(resp, x.decode(out))
+}
+
+// decode reads the body into out (nil: reads it to the end), then lets
+// out check what it got.
+func (x *exchange) decode(out any) error {
 	if out == nil {
 		_, err := io.Copy(io.Discard, &x.body)
-		return x.checkBody(resp.StatusCode, err)
+		return err
 	}
 	dec := json.NewDecoder(&x.body)
 	dec.UseNumber()
-	err := dec.Decode(out)
-	if err == nil {
-		// Anything but white space after the value means a body we do not understand.
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("unexpected data after the JSON value")
+	if err := dec.Decode(out); err != nil {
+		if err == io.EOF {
+			return errors.New("empty body")
 		}
+		return err
 	}
-	if err == io.EOF {
-		err = errors.New("empty body")
+	// Anything but white space after the value means a body we do not understand.
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON value")
 	}
-	return x.checkBody(resp.StatusCode, err)
+	if v, ok := out.(interface{ validate() error }); ok {
+		return v.validate()
+	}
+	return nil
 }
 
-func (x *exchange) checkBody(status int, err error) error {
-	if x.body.N <= 0 {
-		err = fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, x.client.maxBody)
+// checkBody turns a failure to read or decode a 2xx body into a
+// *DecodeError that says what came back.
+func (x *exchange) checkBody(resp *http.Response, err error) error {
+	if x.body.over {
+		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, x.client.maxBody)
 	}
 	if err == nil {
 		return nil
 	}
-	return &DecodeError{Method: x.op.method, Path: x.path, StatusCode: status, Err: err}
+	return &DecodeError{
+		Method: x.op.method, Path: x.path, StatusCode: resp.StatusCode,
+		ContentType: truncate(resp.Header.Get("Content-Type"), maxContentType),
+		Body:        x.body.start(),
+		Err:         err,
+	}
+}
+
+// maxDecodeErrorBody bounds DecodeError.Body, and maxContentType
+// DecodeError.ContentType: enough to recognise the answer.
+const (
+	maxDecodeErrorBody = 256
+	maxContentType     = 128
+)
+
+// limitedBody reads a 2xx body: at most limit bytes (reading past them
+// fails with ErrResponseTooLarge), keeping the first ones for a DecodeError.
+// Any limit up to math.MaxInt64 works: a body is known to be longer than
+// the limit by reading one byte more once the limit is reached.
+type limitedBody struct {
+	r     io.Reader
+	left  int64 // bytes that may still be read
+	over  bool  // the body had more than limit bytes
+	keep  bool  // whether head records the body
+	head  [maxDecodeErrorBody]byte
+	nhead int
+}
+
+func (b *limitedBody) reset(r io.Reader, limit int64, keep bool) {
+	clear(b.head[:b.nhead])
+	b.r, b.left, b.over, b.keep, b.nhead = r, limit, false, keep, 0
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, b.probe()
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if b.keep {
+		b.nhead += copy(b.head[b.nhead:], p[:n])
+	}
+	return n, err
+}
+
+// probe reads past the limit: io.EOF when the body ends there.
+func (b *limitedBody) probe() error {
+	if !b.over {
+		var one [1]byte
+		n, err := io.ReadFull(b.r, one[:])
+		if n == 0 {
+			return err
+		}
+		b.over = true
+	}
+	return ErrResponseTooLarge
+}
+
+// start returns a copy of the first bytes read, nil when none were kept.
+func (b *limitedBody) start() []byte {
+	if b.nhead == 0 {
+		return nil
+	}
+	return append([]byte(nil), b.head[:b.nhead]...)
 }
 
 func truncate(s string, n int) string {

@@ -170,18 +170,38 @@ func (e *TokenError) Is(target error) bool {
 }
 
 // DecodeError reports a 2xx answer whose body could not be read or decoded:
-// not JSON, truncated, of the wrong shape, or larger than
-// Config.MaxResponseBytes (then it wraps ErrResponseTooLarge).
+// not JSON, truncated, of the wrong shape or with values the API does not
+// allow, or larger than Config.MaxResponseBytes (then it wraps
+// ErrResponseTooLarge).
 type DecodeError struct {
 	Method     string
 	Path       string // below the path prefix, escaped, without the query string
 	StatusCode int
-	Err        error
+	// ContentType is the answer's Content-Type header, its first 128 bytes.
+	ContentType string
+	// Body is the start of the body, at most 256 bytes, as far as the
+	// decoder read it. It is nil for the token and authenticate
+	// endpoints, whose answers can carry tokens.
+	Body []byte
+	Err  error
 }
 
-// Error names the operation and the status.
+// Error names the operation, the status, the content type and the cause,
+// then quotes the start of the body, for example
+// `management: GET /users/u-1: 200 response (Content-Type "text/html"): invalid character '<' looking for beginning of value; body starts "<html>"`.
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("management: %s %s: %d response: %v", e.Method, e.Path, e.StatusCode, e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "management: %s %s: %d response", e.Method, e.Path, e.StatusCode)
+	if e.ContentType != "" {
+		fmt.Fprintf(&b, " (Content-Type %q)", truncate(e.ContentType, maxContentType))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if len(e.Body) > 0 {
+		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
+	}
+	return b.String()
 }
 
 // Unwrap returns the decoding or reading error.
@@ -264,6 +284,13 @@ func origin(u *url.URL) string {
 		port = "80"
 	}
 	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// secretAnswer reports whether op's answers can carry credentials (the
+// token endpoint issues tokens; authenticate's answer is about an End User
+// token), so that no error quotes their bodies.
+func (op *operation) secretAnswer() bool {
+	return op.tokenAuth != "" || (op.link == "" && (op.path == "/auth/token" || op.path == "/authenticate"))
 }
 
 // wireError is either error shape of the service.

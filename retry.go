@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -34,10 +33,10 @@ type exchange struct {
 
 	ctx      context.Context // the caller's; held only during the call
 	client   *Client
-	op       operation // a copy, so that the caller's does not escape
-	path     string    // for logs and errors
-	body     io.LimitedReader
-	token    *Token // the management token the last attempt carried
+	op       operation   // a copy, so that the caller's does not escape
+	path     string      // for logs and errors
+	body     limitedBody // of a 2xx answer
+	token    *Token      // the management token the last attempt carried
 	attempts int
 	wait     time.Duration // chosen by checkRetry, taken by backoff
 }
@@ -49,7 +48,8 @@ func (x *exchange) start(ctx context.Context, op *operation) {
 
 // done clears what the call held and returns x to its Client's pool.
 func (x *exchange) done() {
-	x.ctx, x.op, x.token, x.path, x.body = nil, operation{}, nil, "", io.LimitedReader{}
+	x.ctx, x.op, x.token, x.path = nil, operation{}, nil, ""
+	x.body.reset(nil, 0, false)
 	x.client.exchanges.Put(x)
 }
 
