@@ -196,7 +196,7 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, " (Content-Type %q)", truncate(e.ContentType, maxContentType))
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
+		fmt.Fprintf(&b, ": %v", unprefixed{e.Err})
 	}
 	if len(e.Body) > 0 {
 		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
@@ -218,9 +218,19 @@ type TransportError struct {
 	Err      error
 }
 
-// Error names the operation and the number of attempts.
+// Error names the operation, the number of attempts and the cause.
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("management: %s %s: no answer after %d attempt(s): %v", e.Method, e.Path, e.Attempts, e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "management: %s %s: ", e.Method, e.Path)
+	if e.Attempts == 0 {
+		b.WriteString("not sent")
+	} else {
+		fmt.Fprintf(&b, "no answer after %d attempt(s)", e.Attempts)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", unprefixed{e.Err})
+	}
+	return b.String()
 }
 
 // Unwrap returns the cause, for errors.Is(err, context.DeadlineExceeded) and the like.

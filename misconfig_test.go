@@ -135,3 +135,67 @@ func TestNewClientRefusesClientIDWithColon(t *testing.T) {
 		}
 	}
 }
+
+// The package's error texts say "management: " once, however they nest.
+func TestErrorsSayThePrefixOnce(t *testing.T) {
+	tokenErr := &TokenError{StatusCode: 401, Code: "invalid_client", Description: "Bad client"}
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&TransportError{Method: "GET", Path: "/users", Attempts: 3, Err: context.Canceled},
+			"management: GET /users: no answer after 3 attempt(s): context canceled"},
+		{&TransportError{Method: "GET", Path: "/users", Attempts: 2, Err: tokenErr},
+			"management: GET /users: no answer after 2 attempt(s): POST /auth/token: 401 invalid_client: Bad client"},
+		{&TransportError{Method: "GET", Path: "/users", Attempts: 2, Err: errorf("waiting for a token: %w", context.DeadlineExceeded)},
+			"management: GET /users: no answer after 2 attempt(s): waiting for a token: context deadline exceeded"},
+		{&TransportError{Method: "GET", Path: "/users", Err: errors.New("net/http: nil Context")},
+			"management: GET /users: not sent: net/http: nil Context"},
+		{&DecodeError{Method: "GET", Path: "/users", StatusCode: 200, Err: errorf("%w (limit %d bytes)", ErrResponseTooLarge, 100)},
+			"management: GET /users: 200 response: response body too large (limit 100 bytes)"},
+		{&DecodeError{Method: "GET", Path: "/users", StatusCode: 200, Err: ErrInvalidPageLink},
+			"management: GET /users: 200 response: invalid next_page link"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+	// NewClient's refusals, one per check.
+	for _, cfg := range []Config{
+		{}, {BaseURL: "ftp://x"}, {BaseURL: mockBaseURL},
+		{BaseURL: mockBaseURL, ClientID: "a:b", ClientSecret: "s"},
+		{BaseURL: mockBaseURL, TokenSource: staticSource("t"), RetryWaitMin: -1},
+		{BaseURL: mockBaseURL, TokenSource: staticSource("t"), MaxResponseBytes: -1},
+		{BaseURL: mockBaseURL, TokenSource: staticSource("t"), PathPrefix: "x"},
+		{BaseURL: mockBaseURL, TokenSource: staticSource("t"), RetryWaitMin: 2, RetryWaitMax: 1},
+		{BaseURL: mockPrefix, TokenSource: staticSource("t")},
+	} {
+		_, err := NewClient(cfg)
+		if err == nil || strings.Count(err.Error(), "management: ") != 1 || !strings.HasPrefix(err.Error(), "management: invalid argument: ") {
+			t.Errorf("NewClient error %q: want the prefix once, then the sentinel", err)
+		}
+	}
+}
+
+func TestTransportErrorOfAPackageErrorOverTheWire(t *testing.T) {
+	// A retry whose fresh token cannot be had: the token error, inside the
+	// *TransportError, reads with the prefix once.
+	c, mt := setup(t, Config{TokenSource: &failingAfterFirst{}})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
+	_, _, err := getRaw(context.Background(), c, "/users", "")
+	if err == nil || strings.Count(err.Error(), "management: ") != 1 || !errors.Is(err, ErrInvalidClient) {
+		t.Fatalf("err = %v; want the prefix once, and ErrInvalidClient through it", err)
+	}
+}
+
+// failingAfterFirst hands out one token, then refuses.
+type failingAfterFirst struct{ n int }
+
+func (s *failingAfterFirst) Token(context.Context) (*Token, error) {
+	s.n++
+	if s.n > 1 {
+		return nil, &TokenError{StatusCode: 401, Code: "invalid_client"}
+	}
+	return &Token{AccessToken: "t", TokenType: "Bearer"}, nil
+}
