@@ -45,7 +45,9 @@ type Config struct {
 	// they stand. http:// is accepted only for a loopback host unless
 	// AllowInsecureHTTP is set.
 	BaseURL string
-	// ClientID identifies the client application. Required unless TokenSource is set.
+	// ClientID identifies the client application. Required unless
+	// TokenSource is set; it must not contain ':', which HTTP Basic
+	// credentials cannot carry.
 	ClientID string
 	// ClientSecret is the client application's secret. Required unless
 	// TokenSource is set. It is sent only to the token endpoint and never printed.
@@ -58,7 +60,10 @@ type Config struct {
 	TokenSource TokenSource
 	// HTTPClient is the client under the retry layer (proxy, TLS, tracing).
 	// nil: a client with its own connection pool. Its Timeout, when set,
-	// bounds each attempt; the caller's context bounds the whole call.
+	// bounds each attempt; the caller's context bounds the whole call. The
+	// client follows no redirect, whatever HTTPClient.CheckRedirect says: it
+	// uses a copy of HTTPClient with its own CheckRedirect, and leaves
+	// HTTPClient as it is.
 	HTTPClient *http.Client
 	// Logger receives a Debug record per attempt and an Info record per
 	// retry decision: method, path without query, status, attempt, wait.
@@ -68,7 +73,8 @@ type Config struct {
 	UserAgent string
 	// MaxRetries bounds the retries after the first attempt. 0: 4; negative: never retry.
 	MaxRetries int
-	// RetryWaitMin is the shortest wait between attempts. 0: 250ms.
+	// RetryWaitMin is the shortest wait between attempts, Retry-After
+	// included. 0: 250ms.
 	RetryWaitMin time.Duration
 	// RetryWaitMax is the longest wait between attempts, Retry-After
 	// included. 0: 15s.
@@ -78,6 +84,7 @@ type Config struct {
 	// than half the lifetime.
 	RefreshMargin time.Duration
 	// PathPrefix precedes every path. "": "/v2/api/management/service_connect".
+	// BaseURL must not end with it: the client adds it.
 	PathPrefix string
 	// UnsetMarker is the custom settings value that removes a key.
 	// "": "$ServiceUnset$". ThingUpdate's Unset is sent as this value.
@@ -229,24 +236,24 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.TokenSource == nil && (cfg.ClientID == "" || cfg.ClientSecret == "") {
-		return nil, fmt.Errorf("%w: Config.ClientID and Config.ClientSecret are required unless Config.TokenSource is set", ErrInvalidArgument)
+	if err := checkCredentials(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 {
-		return nil, fmt.Errorf("%w: Config.RetryWaitMin and Config.RetryWaitMax must not be negative", ErrInvalidArgument)
+		return nil, errorf("%w: Config.RetryWaitMin and Config.RetryWaitMax must not be negative", ErrInvalidArgument)
 	}
 	if cfg.MaxResponseBytes < 0 {
-		return nil, fmt.Errorf("%w: Config.MaxResponseBytes must not be negative", ErrInvalidArgument)
+		return nil, errorf("%w: Config.MaxResponseBytes must not be negative", ErrInvalidArgument)
 	}
 	if cfg.PathPrefix != "" && (!strings.HasPrefix(cfg.PathPrefix, "/") || strings.ContainsAny(cfg.PathPrefix, "?#")) {
-		return nil, fmt.Errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
+		return nil, errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
 	}
 	c := &Client{
 		base:        base,
 		baseURL:     strings.TrimSuffix(base.String(), "/"),
 		basePath:    strings.TrimSuffix(base.EscapedPath(), "/"),
 		prefix:      strings.TrimSuffix(cmp.Or(cfg.PathPrefix, defaultPathPrefix), "/"),
-		httpClient:  cfg.HTTPClient,
+		httpClient:  withoutRedirects(cfg.HTTPClient),
 		logger:      cfg.Logger,
 		maxRetries:  cfg.MaxRetries,
 		waitMin:     cmp.Or(cfg.RetryWaitMin, defaultRetryWaitMin),
@@ -254,20 +261,20 @@ func NewClient(cfg Config) (*Client, error) {
 		unsetMarker: cmp.Or(cfg.UnsetMarker, defaultUnsetMarker),
 		maxBody:     cmp.Or(cfg.MaxResponseBytes, defaultMaxResponseBytes),
 	}
+	if err := c.checkBaseWithoutPrefix(); err != nil {
+		return nil, err
+	}
 	c.exchanges.New = c.newExchange
 	c.jsonHeader = []string{"application/json"}
 	c.userAgentHeader = []string{strings.TrimSpace(cfg.UserAgent + " management-go/" + Version)}
 	if c.waitMin > c.waitMax {
-		return nil, fmt.Errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
+		return nil, errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
 	}
 	switch {
 	case cfg.MaxRetries == 0:
 		c.maxRetries = defaultMaxRetries
 	case cfg.MaxRetries < 0:
 		c.maxRetries = 0
-	}
-	if c.httpClient == nil {
-		c.httpClient = newHTTPClient()
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -292,33 +299,111 @@ func (c *Client) String() string {
 // GoString is String, so that %#v shows no credentials either.
 func (c *Client) GoString() string { return c.String() }
 
-// newHTTPClient returns a client with its own pool, sized for an SDK that
+// withoutRedirects returns the client the SDK sends through: a shallow copy
+// of hc (nil: a client with its own pool) that follows no redirect. A 3xx
+// is handed back as it is and becomes an *APIError, so that no credential
+// is sent, and no write replayed, anywhere but where Config says. hc itself
+// is left as it is: the caller may share it.
+func withoutRedirects(hc *http.Client) *http.Client {
+	var c http.Client
+	if hc != nil {
+		c = *hc
+	}
+	next := c.Transport
+	switch {
+	case hc == nil:
+		next = newTransport()
+	case next == nil:
+		next = http.DefaultTransport
+	}
+	c.Transport = keepRedirects{next}
+	c.CheckRedirect = refuseRedirect
+	return &c
+}
+
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// keepRedirects completes refuseRedirect: net/http parses a 3xx's Location
+// before it asks CheckRedirect, and fails the call on one that does not
+// parse, quoting it whole (query included) in an error that the retry
+// layer would retry. Such a Location is emptied (net/http hands a 3xx with
+// an empty Location back as it is), so that the 3xx comes back like any
+// other.
+type keepRedirects struct{ next http.RoundTripper }
+
+func (t keepRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || !isRedirect(resp.StatusCode) {
+		return resp, err
+	}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		if _, perr := req.URL.Parse(loc); perr != nil {
+			resp.Header.Set("Location", "")
+		}
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections closes the idle connections of the transport below,
+// as http.Client.CloseIdleConnections does when there is no wrapper.
+func (t keepRedirects) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// newTransport returns a transport with its own pool, sized for an SDK that
 // many goroutines share (net/http keeps only 2 idle connections per host).
-func newHTTPClient() *http.Client {
+func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: t}
+	return t
+}
+
+// checkCredentials checks the client credentials when they are used. The
+// id is never quoted: Config treats it as a secret.
+func checkCredentials(cfg Config) error {
+	switch {
+	case cfg.TokenSource != nil:
+		return nil
+	case cfg.ClientID == "" || cfg.ClientSecret == "":
+		return errorf("%w: Config.ClientID and Config.ClientSecret are required unless Config.TokenSource is set", ErrInvalidArgument)
+	case strings.Contains(cfg.ClientID, ":"):
+		return errorf("%w: Config.ClientID contains ':', which HTTP Basic credentials cannot carry", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// checkBaseWithoutPrefix refuses a base URL that already ends with the
+// path prefix: the client adds the prefix to every path, so the service
+// would see it twice and answer 404 to everything.
+func (c *Client) checkBaseWithoutPrefix() error {
+	if c.prefix == "" || !strings.HasSuffix(c.basePath, c.prefix) {
+		return nil
+	}
+	return errorf("%w: Config.BaseURL %q already ends with the path prefix %q, which the client adds to every path; write BaseURL as %q",
+		ErrInvalidArgument, c.baseURL, c.prefix, strings.TrimSuffix(c.baseURL, c.prefix))
 }
 
 func checkBaseURL(raw string, allowInsecure bool) (*url.URL, error) {
 	if raw == "" {
-		return nil, fmt.Errorf("%w: Config.BaseURL is required", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL is required", ErrInvalidArgument)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Config.BaseURL is not a URL", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL is not a URL", ErrInvalidArgument)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%w: Config.BaseURL must be an absolute http or https URL", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL must be an absolute http or https URL", ErrInvalidArgument)
 	case u.Host == "" || u.Opaque != "":
-		return nil, fmt.Errorf("%w: Config.BaseURL has no host", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL has no host", ErrInvalidArgument)
 	case u.User != nil:
-		return nil, fmt.Errorf("%w: Config.BaseURL must not hold user info; use ClientID and ClientSecret", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL must not hold user info; use ClientID and ClientSecret", ErrInvalidArgument)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
-		return nil, fmt.Errorf("%w: Config.BaseURL must not have a query or fragment", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL must not have a query or fragment", ErrInvalidArgument)
 	case u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()):
-		return nil, fmt.Errorf("%w: Config.BaseURL uses http:// to a host that is not loopback; use https or set AllowInsecureHTTP", ErrInvalidArgument)
+		return nil, errorf("%w: Config.BaseURL uses http:// to a host that is not loopback; use https or set AllowInsecureHTTP", ErrInvalidArgument)
 	}
 	return u, nil
 }
@@ -426,38 +511,126 @@ func (x *exchange) send(tok *Token) (*http.Response, error) {
 // *APIError or *TokenError. It always closes the body.
 func (x *exchange) readResponse(resp *http.Response, out any) error {
 	defer resp.Body.Close()
+	if isRedirect(resp.StatusCode) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBodyRead))
+		return x.op.redirectError(x.client.prefix, x.client.url(&x.op), resp)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
 		return x.op.errorFor(x.client.prefix, resp.StatusCode, body)
 	}
-	x.body = io.LimitedReader{R: resp.Body, N: x.client.maxBody + 1}
+	x.body.reset(resp.Body, x.client.maxBody, !x.op.secretAnswer())
+	return x.checkBody(resp, x.decode(out))
+}
+
+// decode reads the body into out (nil: reads it to the end), then lets
+// out check what it got.
+func (x *exchange) decode(out any) error {
 	if out == nil {
 		_, err := io.Copy(io.Discard, &x.body)
-		return x.checkBody(resp.StatusCode, err)
+		return err
 	}
 	dec := json.NewDecoder(&x.body)
 	dec.UseNumber()
-	err := dec.Decode(out)
-	if err == nil {
-		// Anything but white space after the value means a body we do not understand.
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("unexpected data after the JSON value")
+	if err := dec.Decode(out); err != nil {
+		if err == io.EOF {
+			return errors.New("empty body")
 		}
+		return err
 	}
-	if err == io.EOF {
-		err = errors.New("empty body")
+	// Anything but white space after the value means a body we do not understand.
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON value")
 	}
-	return x.checkBody(resp.StatusCode, err)
+	if v, ok := out.(interface{ validate() error }); ok {
+		return v.validate()
+	}
+	return nil
 }
 
-func (x *exchange) checkBody(status int, err error) error {
-	if x.body.N <= 0 {
-		err = fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, x.client.maxBody)
+// checkBody turns a failure to read or decode a 2xx body into a
+// *DecodeError that says what came back.
+func (x *exchange) checkBody(resp *http.Response, err error) error {
+	if x.body.over {
+		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, x.client.maxBody)
 	}
 	if err == nil {
 		return nil
 	}
-	return &DecodeError{Method: x.op.method, Path: x.path, StatusCode: status, Err: err}
+	return &DecodeError{
+		Method: x.op.method, Path: x.path, StatusCode: resp.StatusCode,
+		ContentType: truncate(resp.Header.Get("Content-Type"), maxContentType),
+		Body:        x.body.start(),
+		Err:         err,
+	}
+}
+
+// maxDecodeErrorBody bounds DecodeError.Body, and maxContentType
+// DecodeError.ContentType: enough to recognise the answer.
+const (
+	maxDecodeErrorBody = 256
+	maxContentType     = 128
+)
+
+// limitedBody reads a 2xx body: at most limit bytes (reading past them
+// fails with ErrResponseTooLarge), keeping the first ones for a DecodeError.
+// Any limit up to math.MaxInt64 works: a body is known to be longer than
+// the limit by reading one byte more once the limit is reached.
+type limitedBody struct {
+	r     io.Reader
+	left  int64 // bytes that may still be read
+	over  bool  // the body had more than limit bytes
+	keep  bool  // whether head records the body
+	head  [maxDecodeErrorBody]byte
+	nhead int
+}
+
+func (b *limitedBody) reset(r io.Reader, limit int64, keep bool) {
+	clear(b.head[:b.nhead])
+	b.r, b.left, b.over, b.keep, b.nhead = r, limit, false, keep, 0
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, b.probe()
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if b.keep {
+		b.nhead += copy(b.head[b.nhead:], p[:n])
+	}
+	return n, err
+}
+
+// probe reads past the limit: io.EOF when the body ends there.
+func (b *limitedBody) probe() error {
+	if !b.over {
+		var one [1]byte
+		n, err := io.ReadFull(b.r, one[:])
+		if n == 0 {
+			return err
+		}
+		b.over = true
+	}
+	return ErrResponseTooLarge
+}
+
+// start returns a copy of the first bytes read, nil when none were kept.
+func (b *limitedBody) start() []byte {
+	if b.nhead == 0 {
+		return nil
+	}
+	return append([]byte(nil), b.head[:b.nhead]...)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 // discard reads what is left of a body (to reuse the connection) and closes it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -40,6 +41,13 @@ var (
 	ErrInvalidPageLink = errors.New("management: invalid next_page link")
 	// ErrResponseTooLarge: a response body was larger than Config.MaxResponseBytes.
 	ErrResponseTooLarge = errors.New("management: response body too large")
+	// ErrMisconfigured: the answer says the client is not talking to the
+	// API where Config says it is: a redirect (an *APIError with a 3xx
+	// status; redirects are never followed), or an answer of the token
+	// endpoint without the OAuth 2.0 error shape, such as a 404 or an HTML
+	// page (a *TokenError with an empty Code). Check Config.BaseURL and
+	// Config.PathPrefix.
+	ErrMisconfigured = errors.New("management: misconfigured: check Config.BaseURL and Config.PathPrefix")
 )
 
 // maxErrorBody bounds the raw body kept in APIError.Body.
@@ -49,6 +57,10 @@ const maxErrorBody = 1024
 // shape of the management endpoints, or any answer without a recognised shape
 // (an HTML page from a proxy, an empty body), in which case Reason is empty
 // and Body holds the start of the raw body.
+//
+// A redirect (3xx) is never followed: it is an APIError whose Message names
+// where it pointed, by path only (never the host or query), saying when
+// that is another origin; its Body is empty. It matches ErrMisconfigured.
 type APIError struct {
 	StatusCode int
 	Reason     string // "AUTH.UNAUTHORIZED", ...; "" when the body had no recognised shape
@@ -84,10 +96,12 @@ func (e *APIError) Error() string {
 }
 
 // Is reports whether e stands for target: ErrUnauthorized, ErrNotFound and
-// ErrValidation by reason (or by status when the body had no reason), and
-// ErrRateLimited by status 429.
+// ErrValidation by reason (or by status when the body had no reason),
+// ErrRateLimited by status 429, and ErrMisconfigured by a 3xx status.
 func (e *APIError) Is(target error) bool {
 	switch target {
+	case ErrMisconfigured:
+		return isRedirect(e.StatusCode)
 	case ErrUnauthorized:
 		return e.hasReason(ReasonUnauthorized, http.StatusUnauthorized)
 	case ErrNotFound:
@@ -108,47 +122,86 @@ func (e *APIError) hasReason(reason string, status int) bool {
 }
 
 // TokenError is a failure of the token endpoint in its OAuth 2.0 shape,
-// {error, error_description}.
+// {error, error_description}, or, with an empty Code, an answer of the
+// token request without that shape (a 404, an HTML page, ...; but a 429 or
+// 5xx, more likely an outage, is an *APIError, and a redirect too). Such an
+// answer is not the token endpoint's: the request went to the wrong place,
+// so it matches ErrMisconfigured, never ErrNotFound or ErrUnauthorized.
+// Its body is never kept: token answers can carry credentials.
 type TokenError struct {
 	StatusCode  int
-	Code        string // "invalid_client", "unsupported_grant_type", ...
+	Code        string // "invalid_client", "unsupported_grant_type", ...; "" without the OAuth 2.0 shape
 	Description string
 }
 
-// Error names the token request, the status, the code and the description.
+// Error names the token request, the status, the code and the description,
+// or, without a code, what to check.
 func (e *TokenError) Error() string {
-	msg := fmt.Sprintf("management: POST /auth/token: %d %s", e.StatusCode, e.Code)
-	if e.Description != "" {
-		msg += ": " + e.Description
+	var b strings.Builder
+	b.WriteString("management: POST /auth/token: ")
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	switch {
+	case e.Code != "":
+		b.WriteString(" " + e.Code)
+	case http.StatusText(e.StatusCode) != "":
+		b.WriteString(" " + http.StatusText(e.StatusCode))
 	}
-	return msg
+	switch {
+	case e.Description != "":
+		b.WriteString(": " + e.Description)
+	case e.Code == "":
+		b.WriteString(": not an answer of the token endpoint; check Config.BaseURL and Config.PathPrefix")
+	}
+	return b.String()
 }
 
 // Is reports whether e stands for target: ErrInvalidClient or
-// ErrUnsupportedGrantType, by code.
+// ErrUnsupportedGrantType by code, ErrMisconfigured without a code.
 func (e *TokenError) Is(target error) bool {
 	switch target {
 	case ErrInvalidClient:
 		return e.Code == "invalid_client"
 	case ErrUnsupportedGrantType:
 		return e.Code == "unsupported_grant_type"
+	case ErrMisconfigured:
+		return e.Code == ""
 	}
 	return false
 }
 
 // DecodeError reports a 2xx answer whose body could not be read or decoded:
-// not JSON, truncated, of the wrong shape, or larger than
-// Config.MaxResponseBytes (then it wraps ErrResponseTooLarge).
+// not JSON, truncated, of the wrong shape or with values the API does not
+// allow, or larger than Config.MaxResponseBytes (then it wraps
+// ErrResponseTooLarge).
 type DecodeError struct {
 	Method     string
 	Path       string // below the path prefix, escaped, without the query string
 	StatusCode int
-	Err        error
+	// ContentType is the answer's Content-Type header, its first 128 bytes.
+	ContentType string
+	// Body is the start of the body, at most 256 bytes, as far as the
+	// decoder read it. It is nil for the token and authenticate
+	// endpoints, whose answers can carry tokens.
+	Body []byte
+	Err  error
 }
 
-// Error names the operation and the status.
+// Error names the operation, the status, the content type and the cause,
+// then quotes the start of the body, for example
+// `management: GET /users/u-1: 200 response (Content-Type "text/html"): invalid character '<' looking for beginning of value; body starts "<html>"`.
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("management: %s %s: %d response: %v", e.Method, e.Path, e.StatusCode, e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "management: %s %s: %d response", e.Method, e.Path, e.StatusCode)
+	if e.ContentType != "" {
+		fmt.Fprintf(&b, " (Content-Type %q)", truncate(e.ContentType, maxContentType))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", unprefixed{e.Err})
+	}
+	if len(e.Body) > 0 {
+		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
+	}
+	return b.String()
 }
 
 // Unwrap returns the decoding or reading error.
@@ -165,13 +218,90 @@ type TransportError struct {
 	Err      error
 }
 
-// Error names the operation and the number of attempts.
+// Error names the operation, the number of attempts and the cause.
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("management: %s %s: no answer after %d attempt(s): %v", e.Method, e.Path, e.Attempts, e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "management: %s %s: ", e.Method, e.Path)
+	if e.Attempts == 0 {
+		b.WriteString("not sent")
+	} else {
+		fmt.Fprintf(&b, "no answer after %d attempt(s)", e.Attempts)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", unprefixed{e.Err})
+	}
+	return b.String()
 }
 
 // Unwrap returns the cause, for errors.Is(err, context.DeadlineExceeded) and the like.
 func (e *TransportError) Unwrap() error { return e.Err }
+
+// tokenErrorFor maps a non-2xx answer of the token endpoint: its OAuth 2.0
+// shape as it stands; a 429 or 5xx without it to an *APIError, an outage
+// that the retries could not outlast; and any other answer without it to a
+// *TokenError with an empty Code: the request did not reach the token
+// endpoint. The body is never kept: it could quote the credentials.
+func tokenErrorFor(op *operation, prefix string, status int, w wireError) error {
+	switch {
+	case w.Error != nil && *w.Error != "":
+		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
+	case status == http.StatusTooManyRequests || status >= 500:
+		return &APIError{StatusCode: status, Method: op.method, Path: op.logPath(prefix)}
+	}
+	return &TokenError{StatusCode: status}
+}
+
+// maxRedirectPath bounds the path of a redirect's Location named in APIError.Message.
+const maxRedirectPath = 200
+
+func isRedirect(status int) bool { return status >= 300 && status <= 399 }
+
+// redirectError describes a redirect answered to op, sent to reqURL,
+// without following it: where it pointed, by path only (a Location's host
+// and query are not the caller's business and can carry anything), and
+// whether that is another origin (scheme, host or port).
+func (op *operation) redirectError(prefix, reqURL string, resp *http.Response) *APIError {
+	e := &APIError{StatusCode: resp.StatusCode, Method: op.method, Path: op.logPath(prefix)}
+	locs := resp.Header.Values("Location")
+	loc := resp.Header.Get("Location")
+	from, ferr := url.Parse(reqURL)
+	to, terr := url.Parse(loc)
+	switch {
+	case len(locs) == 0:
+		e.Message = "redirect not followed"
+	case loc == "" || ferr != nil || terr != nil: // see keepRedirects
+		e.Message = "redirect to an unreadable Location not followed"
+	default:
+		to = from.ResolveReference(to)
+		where := "to " + truncate(to.EscapedPath(), maxRedirectPath)
+		if origin(to) != origin(from) {
+			where = "to another origin, path " + truncate(to.EscapedPath(), maxRedirectPath) + ","
+		}
+		e.Message = "redirect " + where + " not followed"
+	}
+	e.Message += "; check Config.BaseURL and Config.PathPrefix"
+	return e
+}
+
+// origin is u's scheme, host and port, the port made explicit.
+func origin(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	switch {
+	case port != "":
+	case scheme == "https":
+		port = "443"
+	case scheme == "http":
+		port = "80"
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// secretAnswer reports whether op's answers can carry credentials (the
+// token endpoint issues tokens; authenticate's answer is about an End User
+// token), so that no error quotes their bodies.
+func (op *operation) secretAnswer() bool {
+	return op.tokenAuth != "" || (op.link == "" && (op.path == "/auth/token" || op.path == "/authenticate"))
+}
 
 // wireError is either error shape of the service.
 type wireError struct {
@@ -181,15 +311,15 @@ type wireError struct {
 	ErrorDescription string  `json:"error_description"`
 }
 
-// errorFor maps a non-2xx answer to op to an error: the token endpoint's
-// {error, error_description} to a *TokenError, {reason, error_message} to an
-// *APIError, and anything else to an *APIError with the start of the raw body.
-// 429 answers also match ErrRateLimited.
+// errorFor maps a non-2xx answer to op (but a redirect) to an error: the
+// token endpoint's answers to a *TokenError (see there), {reason,
+// error_message} to an *APIError, and anything else to an *APIError with
+// the start of the raw body. 429 answers also match ErrRateLimited.
 func (op *operation) errorFor(prefix string, status int, body []byte) error {
 	var w wireError
 	_ = json.Unmarshal(body, &w) // a body of another shape leaves w empty
-	if op.tokenAuth != "" && w.Error != nil && *w.Error != "" {
-		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
+	if op.tokenAuth != "" {
+		return tokenErrorFor(op, prefix, status, w)
 	}
 	e := &APIError{StatusCode: status, Method: op.method, Path: op.logPath(prefix)}
 	switch {

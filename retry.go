@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -19,10 +18,11 @@ import (
 // The retry policy. Every operation of this API is safe to repeat (reads,
 // PATCH merges, associate answers 200 when the association exists), so
 // connection failures, 429, 500, 502, 503 and 504 are retried; no other
-// status is. Waits honour Retry-After on 429 and 503 (capped at
-// RetryWaitMax) and are otherwise exponential with full jitter between
-// RetryWaitMin and RetryWaitMax. A wait that would pass the context's
-// deadline is not taken: the last answer is returned at once.
+// status is; a redirect (3xx) is neither followed nor retried. Waits honour
+// Retry-After on 429 and 503 (kept between RetryWaitMin and RetryWaitMax)
+// and are otherwise exponential with full jitter between RetryWaitMin and
+// RetryWaitMax. A wait that would pass the context's deadline is not taken:
+// the last answer is returned at once.
 
 // exchange is the state of one call through the retry layer. Its methods are
 // the retryablehttp hooks; they run on the caller's goroutine, one at a time.
@@ -33,10 +33,10 @@ type exchange struct {
 
 	ctx      context.Context // the caller's; held only during the call
 	client   *Client
-	op       operation // a copy, so that the caller's does not escape
-	path     string    // for logs and errors
-	body     io.LimitedReader
-	token    *Token // the management token the last attempt carried
+	op       operation   // a copy, so that the caller's does not escape
+	path     string      // for logs and errors
+	body     limitedBody // of a 2xx answer
+	token    *Token      // the management token the last attempt carried
 	attempts int
 	wait     time.Duration // chosen by checkRetry, taken by backoff
 }
@@ -48,7 +48,8 @@ func (x *exchange) start(ctx context.Context, op *operation) {
 
 // done clears what the call held and returns x to its Client's pool.
 func (x *exchange) done() {
-	x.ctx, x.op, x.token, x.path, x.body = nil, operation{}, nil, "", io.LimitedReader{}
+	x.ctx, x.op, x.token, x.path = nil, operation{}, nil, ""
+	x.body.reset(nil, 0, false)
 	x.client.exchanges.Put(x)
 }
 
@@ -157,7 +158,7 @@ func retryable(resp *http.Response, err error) bool {
 func retryWait(min, max time.Duration, n int, resp *http.Response, now time.Time) time.Duration {
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
-			return clamp(d, 0, max)
+			return clamp(d, min, max)
 		}
 	}
 	ceiling := max

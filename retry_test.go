@@ -234,8 +234,17 @@ func TestRetryWait(t *testing.T) {
 	if got := retryWait(min, max, 0, withRetryAfter(503, "120"), now); got != max {
 		t.Errorf("Retry-After above the cap = %v, want %v", got, max)
 	}
-	if got := retryWait(min, max, 0, withRetryAfter(503, now.Add(-time.Hour).Format(http.TimeFormat)), now); got != 0 {
-		t.Errorf("Retry-After in the past = %v, want 0", got)
+	if got := retryWait(min, max, 0, withRetryAfter(503, now.Add(-time.Hour).Format(http.TimeFormat)), now); got != min {
+		t.Errorf("Retry-After in the past = %v, want RetryWaitMin %v", got, min)
+	}
+	if got := retryWait(min, max, 0, withRetryAfter(429, "0"), now); got != min {
+		t.Errorf("Retry-After 0 = %v, want RetryWaitMin %v", got, min)
+	}
+	if got := retryWait(3*time.Second, 10*time.Second, 2, withRetryAfter(503, "1"), now); got != 3*time.Second {
+		t.Errorf("Retry-After 1 below RetryWaitMin 3s = %v, want 3s", got)
+	}
+	if got := retryWait(min, max, 0, withRetryAfter(429, "2"), now); got != max {
+		t.Errorf("Retry-After at the cap = %v, want %v", got, max)
 	}
 	for n := range 40 {
 		ceiling := max
@@ -271,5 +280,33 @@ func TestParseRetryAfter(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestRetryAfterBoundedByRetryWaits(t *testing.T) {
+	tests := []struct {
+		retryAfter string
+		want       time.Duration
+	}{
+		{"0", 2 * time.Second},  // below RetryWaitMin: the shortest wait
+		{"1", 2 * time.Second},  // idem
+		{"5", 5 * time.Second},  // as announced
+		{"90", 8 * time.Second}, // above RetryWaitMax: the longest wait
+	}
+	for _, tt := range tests {
+		t.Run(tt.retryAfter, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, mt := newMockClient(t, Config{RetryWaitMin: 2 * time.Second, RetryWaitMax: 8 * time.Second})
+				limited := httpmock.NewStringResponder(429, "").HeaderSet(http.Header{"Retry-After": {tt.retryAfter}})
+				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", limited.Once().Then(jsonResponder(200, map[string]any{})))
+				start := time.Now()
+				if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+					t.Fatal(err)
+				}
+				if waited := time.Since(start); waited != tt.want {
+					t.Errorf("Retry-After %s: waited %v, want %v", tt.retryAfter, waited, tt.want)
+				}
+			})
+		})
 	}
 }
