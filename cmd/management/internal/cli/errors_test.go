@@ -66,11 +66,11 @@ func TestUsageErrors(t *testing.T) {
 func TestUpdateDocumentErrors(t *testing.T) {
 	clearEnv(t)
 	for doc, want := range map[string]string{
-		`{"nmae": "x"}`:                        `unknown field "nmae"`,
-		`{"name": "x"} {"name": "y"}`:          "more than one JSON value",
-		`{}`:                                   "the document updates nothing",
+		`{"nmae": "x"}`:                         `unknown field "nmae"`,
+		`{"name": "x"} {"name": "y"}`:           "more than one JSON value",
+		`{}`:                                    "the document updates nothing",
 		`{"statuses": [{"status_value": "x"}]}`: "every status needs a name",
-		`[1]`:                                  "not a PATCH document",
+		`[1]`:                                   "not a PATCH document",
 	} {
 		r := env{stdin: doc}.run(t, "--fake", "things", "update", "lamp-7", "--json", "-")
 		if r.code != ExitUsage || !strings.Contains(r.stderr, want) {

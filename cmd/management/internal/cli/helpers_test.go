@@ -140,4 +140,3 @@ func noSecrets(t *testing.T, secrets []string, outputs ...string) {
 		}
 	}
 }
-
