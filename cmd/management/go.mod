@@ -5,6 +5,7 @@ go 1.26
 replace github.com/serviceconnect/management => ../..
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
 	github.com/serviceconnect/management v0.0.0
 	github.com/spf13/cobra v1.10.2

@@ -22,17 +22,15 @@ type progress struct {
 // of earlier runs); the rate counts this run's only.
 func newProgress(ctx context.Context, w io.Writer, plural string, done int64) *progress {
 	start := time.Now()
-	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(12), mpb.WithRefreshRate(100*time.Millisecond))
-	rate := decor.Any(func(s decor.Statistics) string {
-		secs := time.Since(start).Seconds()
-		if secs <= 0 {
-			return "0/s"
-		}
-		return fmt.Sprintf("%.0f/s", float64(s.Current-done)/secs)
-	}, decor.WCSyncSpace)
+	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(1), mpb.WithRefreshRate(100*time.Millisecond))
+	stats := decor.Any(func(s decor.Statistics) string {
+		elapsed := time.Since(start)
+		rate := float64(s.Current-done) / max(elapsed.Seconds(), 1e-3)
+		return fmt.Sprintf("%d %s  %.0f/s  %s", s.Current, plural, rate, elapsed.Round(100*time.Millisecond))
+	})
 	bar := p.New(0, mpb.SpinnerStyle(),
-		mpb.PrependDecorators(decor.Name("Exporting "+plural), decor.CurrentNoUnit("%d", decor.WCSyncSpace)),
-		mpb.AppendDecorators(rate, decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace)),
+		mpb.PrependDecorators(decor.Name("Exporting")),
+		mpb.AppendDecorators(stats),
 	)
 	bar.SetCurrent(done)
 	return &progress{p: p, bar: bar}
