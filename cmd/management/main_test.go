@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +51,8 @@ func buildTool(t *testing.T) string {
 	tool.once.Do(func() {
 		goBin, err := exec.LookPath("go")
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			tool.err = fmt.Errorf("the go command is needed to build the tool: %v", err)
+			return
 		}
 		tool.bin = filepath.Join(tool.dir, "management")
 		cmd := exec.Command(goBin, "build", "-o", tool.bin, ".")

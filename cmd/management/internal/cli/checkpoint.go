@@ -75,8 +75,11 @@ func loadCheckpoint(path string) (*checkpoint, error) {
 	return &c, nil
 }
 
-// save writes c to path atomically and durably: a new file beside it,
-// synced, renamed over it, the directory synced.
+// save writes c to path atomically: a new file beside it, synced, renamed
+// over it. A crash of the system may lose the rename, never a part of the
+// file: the checkpoint found then is an older one, which resumes
+// correctly (its output is longer than it says, and is truncated). The
+// directory is synced when the export is done, so that "done" lasts.
 func (c *checkpoint) save(path string) error {
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -102,7 +105,7 @@ func (c *checkpoint) save(path string) error {
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
-	if err == nil {
+	if err == nil && c.Done {
 		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {

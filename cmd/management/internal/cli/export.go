@@ -53,16 +53,17 @@ is FILE, which holds personal data.`,
 
 // export is one run of an export command.
 type export[T any] struct {
-	f      *Factory
-	res    resource[T]
-	ckpt   string      // the checkpoint's path; "" without one
-	state  *checkpoint // what is exported, and how far
-	base   int64       // items exported by earlier runs
-	origin int64       // the output's length when this run opened it
-	file   *os.File    // the output; nil for standard output
-	iw     *itemWriter[T]
-	bar    *progress
-	start  time.Time
+	f       *Factory
+	res     resource[T]
+	ckpt    string      // the checkpoint's path; "" without one
+	state   *checkpoint // what is exported, and how far
+	base    int64       // items exported by earlier runs
+	origin  int64       // the output's length when this run opened it
+	file    *os.File    // the output; nil for standard output
+	regular bool        // file is a regular file: it can be synced and truncated
+	iw      *itemWriter[T]
+	bar     *progress
+	start   time.Time
 }
 
 func runExport[T any](ctx context.Context, f *Factory, res resource[T], opts *exportOpts) error {
@@ -83,7 +84,7 @@ func runExport[T any](ctx context.Context, f *Factory, res resource[T], opts *ex
 	if err != nil {
 		return e.failed(ctx, link, err)
 	}
-	if e.file != nil && e.ckpt == "" {
+	if e.regular && e.ckpt == "" {
 		if err := e.file.Sync(); err != nil {
 			return errorf("%s: %w", e.state.Out, err)
 		}
@@ -148,6 +149,16 @@ func (e *export[T]) create() error {
 			return errorf("--out: %w", err)
 		}
 		e.file, w = file, file
+		info, err := file.Stat()
+		if err != nil {
+			return e.writeError(err)
+		}
+		// A device or a pipe (--out /dev/stdout) can be neither synced nor
+		// truncated to resume.
+		e.regular = info.Mode().IsRegular()
+		if !e.regular && e.ckpt != "" {
+			return usagef("--checkpoint needs --out to be a regular file: %s cannot be truncated to resume", e.state.Out)
+		}
 	}
 	e.iw = newItemWriter(w, e.state.Format, e.res.cols, 0)
 	if err := e.iw.header(); err != nil {
@@ -164,7 +175,7 @@ func (e *export[T]) resume() error {
 	if err != nil {
 		return errorf("cannot resume: %w; delete %s to start over", err, e.ckpt)
 	}
-	e.file = file
+	e.file, e.regular = file, true
 	info, err := file.Stat()
 	if err != nil {
 		return e.writeError(err)

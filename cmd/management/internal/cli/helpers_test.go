@@ -32,7 +32,7 @@ type env struct {
 }
 
 // run runs the tool in-process with args.
-func (e env) run(t *testing.T, args ...string) result {
+func (e env) run(t testing.TB, args ...string) result {
 	t.Helper()
 	streams, in, out, errOut := Test()
 	in.WriteString(e.stdin)
@@ -55,7 +55,7 @@ func runCLI(t *testing.T, args ...string) result {
 }
 
 // clearEnv unsets every variable the tool reads, for the test.
-func clearEnv(t *testing.T) {
+func clearEnv(t testing.TB) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "MANAGEMENT_") {
@@ -67,7 +67,7 @@ func clearEnv(t *testing.T) {
 // useServer points the tool at srv through the environment, as an
 // operator configures it, and returns the env to run it with: its HTTP
 // client reaches srv (in memory for an in-memory server).
-func useServer(t *testing.T, srv *managementtest.Server) env {
+func useServer(t testing.TB, srv *managementtest.Server) env {
 	t.Helper()
 	clearEnv(t)
 	cfg := srv.Config()

@@ -75,32 +75,65 @@ func (o *orderOptions) listOptions() (*management.ListOptions, error) {
 // walk fetches the pages of a list one after the other, from opts, and
 // hands each to page, until the last page, until page returns false, or
 // until an error. On an error it also returns the link it was fetching
-// ("" for a first page). A link already followed in this walk is refused,
-// so that a service looping on its links cannot make the walk endless; it
-// remembers 8 bytes per page for that.
+// ("" for a first page).
+//
+// While page works on a page (writes it, syncs it), the next one is
+// already being fetched: the network and the disk overlap. However walk
+// returns, that fetch is cancelled and waited for.
+//
+// A link already followed in this walk is refused, so that a service
+// looping on its links cannot make the walk endless; walk remembers 8
+// bytes per page for that.
 func walk[T any](ctx context.Context, list pageFunc[T], opts *management.ListOptions, page func(*management.Page[*T]) (more bool, err error)) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	seed := maphash.MakeSeed()
 	seen := make(map[uint64]struct{})
-	opts = &management.ListOptions{OrderBy: opts.OrderBy, Direction: opts.Direction, NextPage: opts.NextPage}
+	cur := fetch(ctx, list, &management.ListOptions{OrderBy: opts.OrderBy, Direction: opts.Direction, NextPage: opts.NextPage})
+	if opts.NextPage != "" {
+		seen[maphash.String(seed, opts.NextPage)] = struct{}{}
+	}
 	for {
-		link := opts.NextPage
-		if link != "" {
+		r := <-cur
+		if r.err != nil {
+			return r.link, r.err
+		}
+		var next <-chan fetched[T]
+		if link := r.page.NextPage; link != "" {
 			h := maphash.String(seed, link)
 			if _, dup := seen[h]; dup {
 				return link, errorf("%w: the list links back to a page it already gave", management.ErrInvalidPageLink)
 			}
 			seen[h] = struct{}{}
+			next = fetch(ctx, list, &management.ListOptions{NextPage: link})
 		}
-		p, err := list(ctx, opts)
-		if err != nil {
-			return link, err
-		}
-		more, err := page(p)
-		if err != nil || !more || p.NextPage == "" {
+		more, err := page(r.page)
+		if err != nil || !more || next == nil {
+			if next != nil {
+				cancel()
+				<-next
+			}
 			return "", err
 		}
-		opts = &management.ListOptions{NextPage: p.NextPage}
+		cur = next
 	}
+}
+
+// fetched is a page, or the error fetching it from link.
+type fetched[T any] struct {
+	page *management.Page[*T]
+	link string
+	err  error
+}
+
+// fetch fetches a page in the background.
+func fetch[T any](ctx context.Context, list pageFunc[T], opts *management.ListOptions) <-chan fetched[T] {
+	ch := make(chan fetched[T], 1)
+	go func() {
+		p, err := list(ctx, opts)
+		ch <- fetched[T]{p, opts.NextPage, err}
+	}()
+	return ch
 }
 
 // refusedLink reports whether err is the service (or the SDK) refusing a
