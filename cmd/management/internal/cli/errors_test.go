@@ -226,3 +226,35 @@ func TestTokenCheck(t *testing.T) {
 		}
 	})
 }
+
+// TestHelpVersionCompletion: help, version and shell completion succeed
+// and print on standard output.
+func TestHelpVersionCompletion(t *testing.T) {
+	clearEnv(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Usage:\n  management <command> <subcommand> [flags]"},
+		{[]string{"users"}, "Usage:\n  management users <command> [flags]"},
+		{[]string{"things", "update", "--help"}, "--unset stringArray"},
+		{[]string{"version"}, "management devel (management-go " + management.Version + ", go"},
+		{[]string{"completion", "bash"}, "# bash completion V2 for management"},
+	} {
+		r := runCLI(t, c.args...)
+		if r.code != ExitOK || !strings.Contains(r.stdout, c.want) || r.stderr != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout lacks %q:\n%s", c.args, r.code, r.stderr, c.want, r.stdout)
+		}
+	}
+}
+
+// TestRefusedArgument: an identifier the SDK refuses before sending
+// anything is a usage error, said once with the prefix.
+func TestRefusedArgument(t *testing.T) {
+	clearEnv(t)
+	r := runCLI(t, "--fake", "users", "get", "..")
+	want := `management: invalid argument: userID ".." is not a valid identifier` + "\n"
+	if r.code != ExitUsage || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, ExitUsage, want)
+	}
+}

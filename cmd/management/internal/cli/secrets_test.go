@@ -93,3 +93,48 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}
 	noSecrets(t, append([]string{srv.ClientSecret, valid, revoked}, rec.tokens...), printed...)
 }
+
+// quotingService answers every authenticate request with an invalid
+// verdict whose texts quote the token, as a careless service might.
+type quotingService struct{ next http.RoundTripper }
+
+func (q quotingService) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/authenticate") {
+		return q.next.RoundTrip(req)
+	}
+	var body struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	answer, _ := json.Marshal(map[string]any{
+		"is_token_valid": false, "user_id": nil, "user_role": nil,
+		"to_client_response": map[string]any{"http_code": 401, "http_body": map[string]any{
+			"error_code": 401, "reason": "auth.unauthorized " + body.AccessToken, "error_message": "token " + body.AccessToken + " has expired",
+		}},
+	})
+	return &http.Response{
+		StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(answer)), Request: req,
+	}, nil
+}
+
+// TestTokenCheckScrubsAnswer: a service answer quoting the End User token
+// is printed with the token redacted, in every format.
+func TestTokenCheckScrubsAnswer(t *testing.T) {
+	srv := managementtest.NewInMemoryServer()
+	e := useServer(t, srv)
+	e.httpClient = &http.Client{Transport: quotingService{e.httpClient.Transport}}
+	const token = "eu-secret-token-value"
+	for _, given := range []string{token, "Bearer " + token} {
+		t.Setenv(EnvEndUserToken, given)
+		for _, f := range allFormats {
+			r := e.run(t, "token", "check", "-o", string(f))
+			if r.code != ExitFailure || !strings.Contains(r.stdout, "REDACTED") {
+				t.Errorf("%s: exit %d, stdout %q", f, r.code, r.stdout)
+			}
+			noSecrets(t, []string{token}, r.stdout, r.stderr)
+		}
+	}
+}
