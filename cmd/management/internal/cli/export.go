@@ -24,9 +24,10 @@ func newExportCmd[T any](f *Factory, res resource[T]) *cobra.Command {
 	opts := &exportOpts{}
 	cmd := &cobra.Command{
 		Use:   "export",
-		Short: "Export every " + res.plural[:len(res.plural)-1] + " as JSON lines, JSON or CSV, resumably",
-		Long: "Export every " + res.plural[:len(res.plural)-1] + `, page after page, in memory that does not grow with
-their number. A progress bar shows on standard error when it is a terminal.
+		Short: "Export every " + res.singular + " as JSON lines, JSON or CSV, resumably",
+		Long: "Export every " + res.singular + `, page after page, in memory that does not grow with
+their number. A progress bar shows on standard error when it is a terminal
+(except with --debug, whose log goes there).
 
 With --out FILE --checkpoint CKPT, the export can resume: after each page the
 output is synced and CKPT records the link to the next page, the count and the
@@ -67,15 +68,16 @@ type export[T any] struct {
 }
 
 func runExport[T any](ctx context.Context, f *Factory, res resource[T], opts *exportOpts) error {
+	// The client first: a configuration mistake must not truncate the output.
+	client, err := f.Client()
+	if err != nil {
+		return err
+	}
 	e, from, err := newExport(f, res, opts)
 	if err != nil || e == nil {
 		return err
 	}
 	defer e.close()
-	client, err := f.Client()
-	if err != nil {
-		return err
-	}
 	if f.IO.IsStderrTTY() && !f.debug {
 		e.bar = newProgress(ctx, f.IO.ErrOut, res.plural, e.base)
 	}
@@ -84,12 +86,29 @@ func runExport[T any](ctx context.Context, f *Factory, res resource[T], opts *ex
 	if err != nil {
 		return e.failed(ctx, link, err)
 	}
-	if e.regular && e.ckpt == "" {
-		if err := e.file.Sync(); err != nil {
-			return errorf("%s: %w", e.state.Out, err)
-		}
+	if err := e.finish(); err != nil {
+		return err
 	}
 	e.summary()
+	return nil
+}
+
+// finish makes a complete output durable, and closes it.
+func (e *export[T]) finish() error {
+	if e.file == nil {
+		return nil
+	}
+	var err error
+	if e.regular && e.ckpt == "" { // with a checkpoint, each page was synced
+		err = e.file.Sync()
+	}
+	if cerr := e.file.Close(); err == nil {
+		err = cerr
+	}
+	e.file = nil
+	if err != nil {
+		return e.writeError(err)
+	}
 	return nil
 }
 
@@ -257,7 +276,7 @@ func (e *export[T]) summary() {
 	elapsed := time.Since(e.start)
 	done := e.state.Count - e.base
 	to := "standard output"
-	if e.file != nil {
+	if e.state.Out != "" {
 		to = e.state.Out
 	}
 	rate := float64(done) / max(elapsed.Seconds(), 1e-9)
@@ -268,6 +287,7 @@ func (e *export[T]) summary() {
 	fmt.Fprintln(e.f.IO.ErrOut, msg)
 }
 
+// close closes the output of an export that failed.
 func (e *export[T]) close() {
 	if e.file != nil {
 		e.file.Close()

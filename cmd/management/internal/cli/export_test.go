@@ -379,3 +379,19 @@ func TestListPages(t *testing.T) {
 		t.Errorf("bogus link: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestExportKeepsOutputOnUsageError: a configuration mistake is found
+// before the output is opened, so an earlier export is not truncated.
+func TestExportKeepsOutputOnUsageError(t *testing.T) {
+	clearEnv(t)
+	out := filepath.Join(t.TempDir(), "users.jsonl")
+	if err := os.WriteFile(out, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, "users", "export", "--out", out); r.code != ExitUsage {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if data, _ := os.ReadFile(out); string(data) != "precious\n" {
+		t.Errorf("the output was changed to %q", data)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -41,12 +42,12 @@ func addOutputFlag(cmd *cobra.Command, f *string, formats ...format) {
 // allowed, or the default for the terminal (table) or a pipe (jsonl).
 func chooseFormat(flag string, stdoutTTY bool, allowed ...format) (format, error) {
 	if flag == "" {
-		if stdoutTTY && contains(allowed, formatTable) {
+		if stdoutTTY && slices.Contains(allowed, formatTable) {
 			return formatTable, nil
 		}
 		return formatJSONL, nil
 	}
-	if !contains(allowed, format(flag)) {
+	if !slices.Contains(allowed, format(flag)) {
 		names := make([]string, len(allowed))
 		for i, f := range allowed {
 			names[i] = string(f)
@@ -54,15 +55,6 @@ func chooseFormat(flag string, stdoutTTY bool, allowed ...format) (format, error
 		return "", usagef("--output %q: want one of %s", flag, strings.Join(names, ", "))
 	}
 	return format(flag), nil
-}
-
-func contains(fs []format, f format) bool {
-	for _, g := range fs {
-		if g == f {
-			return true
-		}
-	}
-	return false
 }
 
 // column is one field of T: its wire name (the CSV header), its table

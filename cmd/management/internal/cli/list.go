@@ -14,22 +14,23 @@ import (
 // resource is what the list and export commands need to know of Users or
 // Things.
 type resource[T any] struct {
-	noun   string // "users": the command's name
-	plural string // "Users": in messages
-	cols   []column[T]
-	pages  func(*management.Client) pageFunc[T]
+	noun     string // "users": the command's name
+	singular string // "User": in messages
+	plural   string // "Users"
+	cols     []column[T]
+	pages    func(*management.Client) pageFunc[T]
 }
 
 // pageFunc fetches one page of a list: UsersService.ListPage or ThingsService.ListPage.
 type pageFunc[T any] func(context.Context, *management.ListOptions) (*management.Page[*T], error)
 
 var usersResource = resource[management.User]{
-	noun: "users", plural: "Users", cols: userColumns,
+	noun: "users", singular: "User", plural: "Users", cols: userColumns,
 	pages: func(c *management.Client) pageFunc[management.User] { return c.Users.ListPage },
 }
 
 var thingsResource = resource[management.Thing]{
-	noun: "things", plural: "Things", cols: thingColumns,
+	noun: "things", singular: "Thing", plural: "Things", cols: thingColumns,
 	pages: func(c *management.Client) pageFunc[management.Thing] { return c.Things.ListPage },
 }
 
