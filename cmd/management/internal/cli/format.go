@@ -59,18 +59,30 @@ func chooseFormat(flag string, stdoutTTY bool, allowed ...format) (format, error
 
 // column is one field of T: its wire name (the CSV header), its table
 // title, and its value, with ok false for null (an empty CSV cell, "-" in
-// a table).
+// a table). The value is a string in JSON, unless raw: then it is JSON
+// itself (a boolean, a list, an object).
 type column[T any] struct {
 	name  string
 	title string
 	value func(*T) (s string, ok bool)
+	raw   bool
+}
+
+// textColumn is a column whose value is a JSON string (or null).
+func textColumn[T any](name, title string, value func(*T) (string, bool)) column[T] {
+	return column[T]{name: name, title: title, value: value}
+}
+
+// rawColumn is a column whose value is JSON itself.
+func rawColumn[T any](name, title string, value func(*T) (string, bool)) column[T] {
+	return column[T]{name: name, title: title, value: value, raw: true}
 }
 
 // within returns the columns of an embedded T as columns of U.
 func within[T, U any](cols []column[T], get func(*U) *T) []column[U] {
 	out := make([]column[U], len(cols))
 	for i, c := range cols {
-		out[i] = column[U]{name: c.name, title: c.title, value: func(u *U) (string, bool) { return c.value(get(u)) }}
+		out[i] = column[U]{name: c.name, title: c.title, value: func(u *U) (string, bool) { return c.value(get(u)) }, raw: c.raw}
 	}
 	return out
 }
@@ -102,39 +114,39 @@ func jsonCell[V any](v V) (string, bool) {
 }
 
 var userColumns = []column[management.User]{
-	{"id", "ID", func(u *management.User) (string, bool) { return text(u.ID) }},
-	{"email", "EMAIL", func(u *management.User) (string, bool) { return nullable(u.Email) }},
-	{"first_name", "FIRST NAME", func(u *management.User) (string, bool) { return nullable(u.FirstName) }},
-	{"last_name", "LAST NAME", func(u *management.User) (string, bool) { return nullable(u.LastName) }},
-	{"created_at", "CREATED", func(u *management.User) (string, bool) { return timestamp(&u.CreatedAt) }},
-	{"updated_at", "UPDATED", func(u *management.User) (string, bool) { return timestamp(&u.UpdatedAt) }},
+	textColumn("id", "ID", func(u *management.User) (string, bool) { return text(u.ID) }),
+	textColumn("email", "EMAIL", func(u *management.User) (string, bool) { return nullable(u.Email) }),
+	textColumn("first_name", "FIRST NAME", func(u *management.User) (string, bool) { return nullable(u.FirstName) }),
+	textColumn("last_name", "LAST NAME", func(u *management.User) (string, bool) { return nullable(u.LastName) }),
+	textColumn("created_at", "CREATED", func(u *management.User) (string, bool) { return timestamp(&u.CreatedAt) }),
+	textColumn("updated_at", "UPDATED", func(u *management.User) (string, bool) { return timestamp(&u.UpdatedAt) }),
 }
 
 var userDetailsColumns = append(within(userColumns, func(u *management.UserDetails) *management.User { return &u.User }),
 	[]column[management.UserDetails]{
-		{"is_anonymous", "ANONYMOUS", func(u *management.UserDetails) (string, bool) { return fmt.Sprint(u.IsAnonymous), true }},
-		{"terms_of_use_version_approved", "TERMS OF USE", func(u *management.UserDetails) (string, bool) { return nullable(u.TermsOfUseVersionApproved) }},
-		{"email_verification_status", "EMAIL STATUS", func(u *management.UserDetails) (string, bool) { return text(string(u.EmailVerificationStatus)) }},
-		{"consents", "CONSENTS", func(u *management.UserDetails) (string, bool) { return jsonCell(u.Consents) }},
-		{"custom_settings", "CUSTOM SETTINGS", func(u *management.UserDetails) (string, bool) { return jsonCell(u.CustomSettings) }},
-		{"associated_things", "ASSOCIATED THINGS", func(u *management.UserDetails) (string, bool) { return jsonCell(u.AssociatedThings) }},
+		rawColumn("is_anonymous", "ANONYMOUS", func(u *management.UserDetails) (string, bool) { return fmt.Sprint(u.IsAnonymous), true }),
+		textColumn("terms_of_use_version_approved", "TERMS OF USE", func(u *management.UserDetails) (string, bool) { return nullable(u.TermsOfUseVersionApproved) }),
+		textColumn("email_verification_status", "EMAIL STATUS", func(u *management.UserDetails) (string, bool) { return text(string(u.EmailVerificationStatus)) }),
+		rawColumn("consents", "CONSENTS", func(u *management.UserDetails) (string, bool) { return jsonCell(u.Consents) }),
+		rawColumn("custom_settings", "CUSTOM SETTINGS", func(u *management.UserDetails) (string, bool) { return jsonCell(u.CustomSettings) }),
+		rawColumn("associated_things", "ASSOCIATED THINGS", func(u *management.UserDetails) (string, bool) { return jsonCell(u.AssociatedThings) }),
 	}...)
 
 var thingColumns = []column[management.Thing]{
-	{"physical_id", "PHYSICAL ID", func(t *management.Thing) (string, bool) { return text(t.PhysicalID) }},
-	{"name", "NAME", func(t *management.Thing) (string, bool) { return text(t.Name) }},
-	{"model", "MODEL", func(t *management.Thing) (string, bool) { return text(t.Model) }},
-	{"firmware_version", "FIRMWARE", func(t *management.Thing) (string, bool) { return text(t.FirmwareVersion) }},
-	{"last_seen", "LAST SEEN", func(t *management.Thing) (string, bool) { return timestamp(t.LastSeen) }},
-	{"created_at", "CREATED", func(t *management.Thing) (string, bool) { return timestamp(&t.CreatedAt) }},
-	{"updated_at", "UPDATED", func(t *management.Thing) (string, bool) { return timestamp(&t.UpdatedAt) }},
+	textColumn("physical_id", "PHYSICAL ID", func(t *management.Thing) (string, bool) { return text(t.PhysicalID) }),
+	textColumn("name", "NAME", func(t *management.Thing) (string, bool) { return text(t.Name) }),
+	textColumn("model", "MODEL", func(t *management.Thing) (string, bool) { return text(t.Model) }),
+	textColumn("firmware_version", "FIRMWARE", func(t *management.Thing) (string, bool) { return text(t.FirmwareVersion) }),
+	textColumn("last_seen", "LAST SEEN", func(t *management.Thing) (string, bool) { return timestamp(t.LastSeen) }),
+	textColumn("created_at", "CREATED", func(t *management.Thing) (string, bool) { return timestamp(&t.CreatedAt) }),
+	textColumn("updated_at", "UPDATED", func(t *management.Thing) (string, bool) { return timestamp(&t.UpdatedAt) }),
 }
 
 var thingDetailsColumns = append(within(thingColumns, func(t *management.ThingDetails) *management.Thing { return &t.Thing }),
 	[]column[management.ThingDetails]{
-		{"statuses", "STATUSES", func(t *management.ThingDetails) (string, bool) { return jsonCell(t.Statuses) }},
-		{"custom_settings", "CUSTOM SETTINGS", func(t *management.ThingDetails) (string, bool) { return jsonCell(t.CustomSettings) }},
-		{"associated_users", "ASSOCIATED USERS", func(t *management.ThingDetails) (string, bool) { return jsonCell(t.AssociatedUsers) }},
+		rawColumn("statuses", "STATUSES", func(t *management.ThingDetails) (string, bool) { return jsonCell(t.Statuses) }),
+		rawColumn("custom_settings", "CUSTOM SETTINGS", func(t *management.ThingDetails) (string, bool) { return jsonCell(t.CustomSettings) }),
+		rawColumn("associated_users", "ASSOCIATED USERS", func(t *management.ThingDetails) (string, bool) { return jsonCell(t.AssociatedUsers) }),
 	}...)
 
 // countingWriter counts the bytes written through it: an export records
@@ -160,6 +172,8 @@ type itemWriter[T any] struct {
 	csv     *csv.Writer       // formatCSV
 	tab     *tabwriter.Writer // formatTable
 	written int64             // items written so far, earlier runs' included
+	flat    bool              // appendFlat can encode the items
+	line    []byte            // reused for each JSON line
 	row     []string          // reused for each CSV row
 	pending int               // table rows not yet aligned and written
 }
@@ -172,7 +186,7 @@ const tableBlock = 500
 // written were already written (by an earlier run of an export).
 func newItemWriter[T any](w io.Writer, f format, cols []column[T], written int64) *itemWriter[T] {
 	out := &countingWriter{w: w}
-	iw := &itemWriter[T]{format: f, cols: cols, out: out, buf: bufio.NewWriterSize(out, 64<<10), written: written}
+	iw := &itemWriter[T]{format: f, cols: cols, out: out, buf: bufio.NewWriterSize(out, 64<<10), written: written, flat: flat(cols)}
 	switch f {
 	case formatCSV:
 		iw.csv = csv.NewWriter(iw.buf)
@@ -245,6 +259,11 @@ func (iw *itemWriter[T]) write(item *T) error {
 		_, err = iw.buf.Write(b)
 		return err
 	default:
+		if iw.flat {
+			iw.line = append(appendFlat(iw.line[:0], iw.cols, item), '\n')
+			_, err := iw.buf.Write(iw.line)
+			return err
+		}
 		b, err := json.Marshal(item)
 		if err != nil {
 			return err

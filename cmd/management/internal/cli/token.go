@@ -105,10 +105,10 @@ func scrub(auth *management.EndUserAuthentication, token string) {
 }
 
 var authColumns = []column[management.EndUserAuthentication]{
-	{"is_token_valid", "VALID", func(a *management.EndUserAuthentication) (string, bool) { return fmt.Sprint(a.Valid), true }},
-	{"user_id", "USER", func(a *management.EndUserAuthentication) (string, bool) { return a.UserID, a.UserID != "" }},
-	{"user_role", "ROLE", func(a *management.EndUserAuthentication) (string, bool) { return string(a.Role), a.Role != "" }},
-	{"to_client_response", "ANSWER TO RELAY", func(a *management.EndUserAuthentication) (string, bool) { return jsonCell(a.ClientResponse) }},
+	rawColumn("is_token_valid", "VALID", func(a *management.EndUserAuthentication) (string, bool) { return fmt.Sprint(a.Valid), true }),
+	textColumn("user_id", "USER", func(a *management.EndUserAuthentication) (string, bool) { return a.UserID, a.UserID != "" }),
+	textColumn("user_role", "ROLE", func(a *management.EndUserAuthentication) (string, bool) { return string(a.Role), a.Role != "" }),
+	rawColumn("to_client_response", "ANSWER TO RELAY", func(a *management.EndUserAuthentication) (string, bool) { return jsonCell(a.ClientResponse) }),
 }
 
 func viewAuth(w io.Writer, a *management.EndUserAuthentication) error {
