@@ -129,7 +129,7 @@ func (f *Factory) baseConfig() (management.Config, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return cfg, usagef("configuration: %s (run management --help)", strings.Join(problems, "; "))
+		return cfg, usagef("configuration: %s", strings.Join(problems, "; "))
 	}
 	return cfg, nil
 }

@@ -1,3 +1,7 @@
+// Package cli holds the commands of the management tool, in the manner of
+// the GitHub CLI: a Factory that builds the SDK client on first use, IO
+// streams that know whether they are terminals, and per command a flags
+// struct that tests fill. Run runs a command line and returns the exit code.
 package cli
 
 import (
