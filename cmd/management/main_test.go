@@ -283,3 +283,45 @@ func TestExportToPipeIsQuiet(t *testing.T) {
 		t.Errorf("stderr = %q, want the summary line alone", got)
 	}
 }
+
+// TestExportInterruptedBySIGINT: Ctrl-C stops an export cleanly, exit 1,
+// saying how to resume; the same command then completes it.
+func TestExportInterruptedBySIGINT(t *testing.T) {
+	const n = 3000
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, n)
+	srv.DelayNext(managementtest.RouteListUsers, n/100, 30*time.Millisecond)
+	dir := t.TempDir()
+	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "users.ckpt")
+	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
+
+	s := start(t, bin, toolEnv(srv), args...)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for fileSize(ckpt) == 0 { // the first page is recorded: the export is under way
+		select {
+		case err := <-s.done:
+			t.Fatalf("the export ended before it could be interrupted: %v\n%s", err, s.stderr)
+		case <-tick.C:
+		}
+	}
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := <-s.done
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1\n%s", err, s.stderr)
+	}
+	if got := s.stderr.String(); !strings.HasPrefix(got, "management: interrupted after ") || !strings.HasSuffix(got, ": run the same command to resume\n") {
+		t.Fatalf("stderr = %q", got)
+	}
+
+	s = start(t, bin, toolEnv(srv), args...)
+	if err := <-s.done; err != nil {
+		t.Fatalf("resume: %v\n%s", err, s.stderr)
+	}
+	checkAllOnce(t, out, n)
+}
