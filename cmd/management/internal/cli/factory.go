@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/managementtest"
+)
+
+// EnvEndUserToken is the environment variable token check reads the End
+// User access token from.
+const EnvEndUserToken = "MANAGEMENT_END_USER_TOKEN"
+
+// Factory holds what every command needs: the streams, and the SDK client
+// built from the environment and the global flags on first use. Tests
+// fill it; main uses NewFactory.
+type Factory struct {
+	IO *IOStreams
+	// HTTPClient, when set, is the HTTP client under the SDK's retries
+	// (Config.HTTPClient). Tests use it to stage failures.
+	HTTPClient *http.Client
+	// Version is the tool's version, printed by the version command.
+	Version string
+
+	// The global flags.
+	baseURL     string
+	clientID    string
+	secretStdin bool
+	fake        bool
+	debug       bool
+
+	stdin  *bufio.Reader // IO.In, read line by line, then whole
+	client *management.Client
+	srv    *managementtest.Server // the --fake server
+}
+
+// NewFactory returns a Factory for the streams.
+func NewFactory(streams *IOStreams) *Factory {
+	return &Factory{IO: streams, Version: version()}
+}
+
+// noConfig is what the tool says when nothing configures it.
+const noConfig = `management: not configured. Set the service's address and credentials in the environment:
+
+  export ` + management.EnvBaseURL + `=https://management.example.com
+  export ` + management.EnvClientID + `=<client id>
+  export ` + management.EnvClientSecret + `=<client secret>
+
+--base-url and --client-id override the first two. The secret is read from the
+environment only, or from the first line of standard input with
+--client-secret-stdin: never from an argument, which other users can see.
+
+To try the tool offline, against a built-in fake service:
+
+  management --fake users list`
+
+// Client returns the SDK client the global flags and the environment
+// configure, built on first use.
+func (f *Factory) Client() (*management.Client, error) {
+	if f.client != nil {
+		return f.client, nil
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	c, err := management.NewClient(cfg)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	f.client = c
+	return c, nil
+}
+
+// config returns the SDK configuration: the fake's with --fake, else the
+// environment's (management.ConfigFromEnv) with the flags over it.
+func (f *Factory) config() (management.Config, error) {
+	cfg, err := f.baseConfig()
+	if err != nil {
+		return cfg, err
+	}
+	if f.HTTPClient != nil {
+		cfg.HTTPClient = f.HTTPClient
+	}
+	cfg.UserAgent = strings.TrimSpace(cfg.UserAgent + " management-cli/" + f.Version)
+	if f.debug {
+		cfg.Logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return cfg, nil
+}
+
+func (f *Factory) baseConfig() (management.Config, error) {
+	if f.fake {
+		if f.baseURL != "" || f.clientID != "" || f.secretStdin {
+			return management.Config{}, usagef("--fake cannot be combined with --base-url, --client-id or --client-secret-stdin")
+		}
+		return f.fakeServer().Config(), nil
+	}
+	cfg, envErr := management.ConfigFromEnv()
+	if f.baseURL != "" {
+		cfg.BaseURL = f.baseURL
+	}
+	if f.clientID != "" {
+		cfg.ClientID = f.clientID
+	}
+	if f.secretStdin {
+		secret, err := f.readLine("--client-secret-stdin")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ClientSecret = secret
+	}
+	if cfg.BaseURL == "" && cfg.ClientID == "" && cfg.ClientSecret == "" {
+		return cfg, usageError{errors.New(noConfig)}
+	}
+	problems := malformed(envErr)
+	for _, v := range []struct{ value, name string }{
+		{cfg.BaseURL, management.EnvBaseURL + " (or --base-url)"},
+		{cfg.ClientID, management.EnvClientID + " (or --client-id)"},
+		{cfg.ClientSecret, management.EnvClientSecret + " (or --client-secret-stdin)"},
+	} {
+		if v.value == "" {
+			problems = append(problems, v.name+" is not set")
+		}
+	}
+	if len(problems) > 0 {
+		return cfg, usagef("configuration: %s", strings.Join(problems, "; "))
+	}
+	return cfg, nil
+}
+
+// malformed returns the problems ConfigFromEnv found other than a missing
+// base URL, client id or secret, which the flags may supply: the
+// variables that are set but cannot be parsed. ConfigFromEnv names each
+// problem, never a value, separated by "; ".
+func malformed(envErr error) []string {
+	if envErr == nil {
+		return nil
+	}
+	text := strings.TrimPrefix(envErr.Error(), management.ErrInvalidArgument.Error()+": ")
+	var problems []string
+	for p := range strings.SplitSeq(text, "; ") {
+		switch p {
+		case management.EnvBaseURL + " is not set", management.EnvClientID + " is not set", management.EnvClientSecret + " is not set":
+		default:
+			problems = append(problems, p)
+		}
+	}
+	return problems
+}
+
+// readLine reads one line of standard input, for a secret given there.
+// Standard input is read in order: the client secret's line first, then
+// the End User token's, then a JSON document.
+func (f *Factory) readLine(flag string) (string, error) {
+	line, err := f.input().ReadString('\n')
+	if err != nil && (err != io.EOF || line == "") {
+		return "", usagef("%s: nothing on standard input", flag)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if strings.TrimSpace(line) == "" {
+		return "", usagef("%s: the line read from standard input is empty", flag)
+	}
+	return line, nil
+}
+
+// input is standard input, buffered once for every reader.
+func (f *Factory) input() *bufio.Reader {
+	if f.stdin == nil {
+		f.stdin = bufio.NewReader(f.IO.In)
+	}
+	return f.stdin
+}
+
+// fakeServer returns the --fake server, started and seeded on first use.
+func (f *Factory) fakeServer() *managementtest.Server {
+	if f.srv == nil {
+		f.srv = newFake()
+	}
+	return f.srv
+}
+
+// version is the tool's module version, or "devel" in a build from a
+// work tree.
+func version() string {
+	if v := buildVersion(); v != "" && v != "(devel)" {
+		return v
+	}
+	return "devel"
+}

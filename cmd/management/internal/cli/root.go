@@ -1,0 +1,144 @@
+// Package cli holds the commands of the management tool, in the manner of
+// the GitHub CLI: a Factory that builds the SDK client on first use, IO
+// streams that know whether they are terminals, and per command a flags
+// struct that tests fill. Run runs a command line and returns the exit code.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/serviceconnect/management"
+	"github.com/spf13/cobra"
+)
+
+// Run runs the tool with the command-line arguments args (without the
+// program's name) and returns its exit code: ExitOK, ExitFailure, or
+// ExitUsage. Errors are printed on f.IO.ErrOut, one line each.
+func Run(ctx context.Context, args []string, f *Factory) int {
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(f.IO.ErrOut, message(err))
+	code := exitCode(err)
+	if code == ExitUsage && !strings.Contains(err.Error(), "\n") {
+		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+const rootLong = `management lists, reads, exports and updates the Users and Things of the
+Device and User Management service, and checks End User access tokens.
+
+Configuration comes from the environment, as for the Go SDK:
+
+  ` + management.EnvBaseURL + `       the service's address, https://host[:port][/path]
+  ` + management.EnvClientID + `      the client application's id
+  ` + management.EnvClientSecret + `  its secret (never given as an argument)
+  ` + management.EnvMaxRetries + `, ` + management.EnvRetryWaitMin + `, ` + management.EnvRetryWaitMax + `,
+  ` + management.EnvPathPrefix + `, ` + management.EnvUnsetMarker + `, ... (see the SDK)
+
+--base-url and --client-id override the variables of the same name.
+--fake runs every command against a built-in fake service, offline.
+
+Output is a table on a terminal and JSON lines otherwise; choose with
+--output table|json|jsonl|csv. Exit status: 0 success, 1 failure, 2 usage.`
+
+// NewRootCmd returns the tool's root command, its flags bound to f.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := group(&cobra.Command{
+		Use:           "management <command> <subcommand> [flags]",
+		Short:         "Manage the Users and Things of the Device and User Management service",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Example: `  management --fake users list
+  management users get u-123 -o json
+  management users export --out users.jsonl --checkpoint users.ckpt
+  management things update thermo-42 --name "Hall thermostat" --unset eco
+  MANAGEMENT_END_USER_TOKEN="Bearer ..." management token check`,
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.baseURL, "base-url", "", "the service's base URL (default $"+management.EnvBaseURL+")")
+	pf.StringVar(&f.clientID, "client-id", "", "the client id (default $"+management.EnvClientID+")")
+	pf.BoolVar(&f.secretStdin, "client-secret-stdin", false, "read the client secret from the first line of standard input (default $"+management.EnvClientSecret+")")
+	pf.BoolVar(&f.fake, "fake", false, "run against a built-in fake service seeded with a few Users and Things (offline)")
+	pf.BoolVar(&f.debug, "debug", false, "log the SDK's requests and retries to standard error (no secrets, tokens or query strings)")
+
+	root.AddCommand(
+		group(&cobra.Command{Use: "users <command>", Short: "List, read, export Users; associate Things with them"},
+			newListCmd(f, usersResource),
+			newUsersGetCmd(f),
+			newExportCmd(f, usersResource),
+			newAssociateCmd(f),
+			newDisassociateCmd(f),
+		),
+		group(&cobra.Command{Use: "things <command>", Short: "List, read, update and export Things"},
+			newListCmd(f, thingsResource),
+			newThingsGetCmd(f),
+			newUpdateCmd(f, nil),
+			newExportCmd(f, thingsResource),
+		),
+		group(&cobra.Command{Use: "token <command>", Short: "Check End User access tokens"},
+			newTokenCheckCmd(f),
+		),
+		newVersionCmd(f),
+	)
+	return root
+}
+
+// group makes cmd a command that only holds subcommands: alone it prints
+// its help, and an unknown subcommand is a usage error (cobra would print
+// the help and succeed).
+func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+		return usagef("%s", msg)
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// runE adapts a command's function: its error gets its exit code.
+func runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd, args); err != nil {
+			return classify(err)
+		}
+		return nil
+	}
+}
+
+// exactArgs requires n arguments, named in the message when they are not all there.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+			if len(names) == 0 {
+				return usagef("%s takes no arguments; got %q", path, args[0])
+			}
+			return usagef("%s takes %d argument(s), %s; got %d", path, len(names), strings.Join(names, " "), len(args))
+		}
+		for i, a := range args {
+			if strings.TrimSpace(a) == "" {
+				return usagef("%s is empty", names[i])
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/serviceconnect/management"
+	"github.com/spf13/cobra"
+)
+
+// tokenOpts are the flags of token check.
+type tokenOpts struct {
+	TokenStdin bool
+	Output     string
+}
+
+func newTokenCheckCmd(f *Factory) *cobra.Command {
+	opts := &tokenOpts{}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check an End User access token: valid or not, for which User and role",
+		Long: `Ask the service whether an End User access token is valid, and print the
+verdict: valid or not, the User's id and role. The token is read from
+$` + EnvEndUserToken + `, or from a line of standard input with --token-stdin
+(after the client secret's line, with --client-secret-stdin): never from an
+argument, and never printed. A bare token is sent as "Bearer <token>".
+
+Exit status: 0 when the token is valid, 1 when it is not.`,
+		Example: `  read -rs MANAGEMENT_END_USER_TOKEN && export MANAGEMENT_END_USER_TOKEN && management token check
+  pass show app/end-user-token | management token check --token-stdin -o json`,
+		Args: exactArgs(),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			out, err := chooseFormat(opts.Output, f.IO.IsStdoutTTY(), allFormats...)
+			if err != nil {
+				return err
+			}
+			client, err := f.Client() // first: the client secret's line comes first on standard input
+			if err != nil {
+				return err
+			}
+			token, err := opts.token(f)
+			if err != nil {
+				return err
+			}
+			auth, err := client.Authenticate(cmd.Context(), wireToken(token))
+			if err != nil {
+				return err
+			}
+			scrub(auth, token)
+			if err := printOne(f.IO.Out, out, auth, authColumns, viewAuth); err != nil {
+				return err
+			}
+			if !auth.Valid {
+				return errorf("the End User token is not valid")
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&opts.TokenStdin, "token-stdin", false, "read the End User token from a line of standard input")
+	addOutputFlag(cmd, &opts.Output, allFormats...)
+	return cmd
+}
+
+// token returns the End User token to check: from standard input, the
+// environment, or, with --fake and neither, one the fake issues.
+func (o *tokenOpts) token(f *Factory) (string, error) {
+	if o.TokenStdin {
+		return f.readLine("--token-stdin")
+	}
+	if t := strings.TrimSpace(os.Getenv(EnvEndUserToken)); t != "" {
+		return t, nil
+	}
+	if f.fake {
+		const user = "u-ada"
+		fmt.Fprintf(f.IO.ErrOut, "No End User token given: checking one the fake service issued for %s.\n", user)
+		return f.fakeServer().IssueEndUserToken(user), nil
+	}
+	return "", usagef("no End User token: set %s, or give it on standard input with --token-stdin", EnvEndUserToken)
+}
+
+// wireToken is the token as the authenticate endpoint takes it,
+// "<type> <token>": a bare token is a Bearer token.
+func wireToken(token string) string {
+	if strings.ContainsAny(token, " \t") {
+		return token
+	}
+	return "Bearer " + token
+}
+
+// scrub removes the token from the texts of the service's answer, which
+// could quote it: the tool never prints a token.
+func scrub(auth *management.EndUserAuthentication, token string) {
+	if auth.ClientResponse == nil {
+		return
+	}
+	bare := token
+	if _, after, ok := strings.Cut(token, " "); ok {
+		bare = strings.TrimSpace(after)
+	}
+	for _, s := range []*string{&auth.ClientResponse.HTTPBody.ErrorMessage, &auth.ClientResponse.HTTPBody.Reason} {
+		*s = strings.ReplaceAll(*s, bare, "REDACTED")
+	}
+}
+
+var authColumns = []column[management.EndUserAuthentication]{
+	rawColumn("is_token_valid", "VALID", func(a *management.EndUserAuthentication) (string, bool) { return fmt.Sprint(a.Valid), true }),
+	textColumn("user_id", "USER", func(a *management.EndUserAuthentication) (string, bool) { return a.UserID, a.UserID != "" }),
+	textColumn("user_role", "ROLE", func(a *management.EndUserAuthentication) (string, bool) { return string(a.Role), a.Role != "" }),
+	rawColumn("to_client_response", "ANSWER TO RELAY", func(a *management.EndUserAuthentication) (string, bool) { return jsonCell(a.ClientResponse) }),
+}
+
+func viewAuth(w io.Writer, a *management.EndUserAuthentication) error {
+	tw := newTable(w)
+	defer tw.Flush()
+	if !a.Valid {
+		field(tw, "Valid", "no", true)
+		if r := a.ClientResponse; r != nil {
+			field(tw, "Answer to relay", fmt.Sprintf("%d %s: %s", r.HTTPCode, r.HTTPBody.Reason, r.HTTPBody.ErrorMessage), true)
+		}
+		return nil
+	}
+	field(tw, "Valid", "yes", true)
+	field(tw, "User", a.UserID, a.UserID != "")
+	role := string(a.Role)
+	if a.Role == management.RoleServiceAccount {
+		role += " (a management token, not an End User's)"
+	}
+	field(tw, "Role", role, true)
+	return nil
+}
