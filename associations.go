@@ -3,7 +3,6 @@ package management
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 )
 
@@ -33,7 +32,7 @@ func (s *UsersService) AssociateThing(ctx context.Context, userID string, a NewA
 	}
 	body, err := json.Marshal(a)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: NewAssociation cannot be encoded as JSON: %w", ErrInvalidArgument, err)
+		return nil, false, errorf("%w: NewAssociation cannot be encoded as JSON: %w", ErrInvalidArgument, err)
 	}
 	var t ThingDetails
 	status, err := s.client.do(ctx, &operation{method: http.MethodPost, path: "/users/" + id + "/associated_things", body: body}, &t)
@@ -64,11 +63,11 @@ func (s *UsersService) DisassociateThing(ctx context.Context, userID, physicalID
 func (a NewAssociation) check() error {
 	switch {
 	case a.PhysicalID == "":
-		return fmt.Errorf("%w: NewAssociation.PhysicalID is empty", ErrInvalidArgument)
+		return errorf("%w: NewAssociation.PhysicalID is empty", ErrInvalidArgument)
 	case a.Model == "":
-		return fmt.Errorf("%w: NewAssociation.Model is empty", ErrInvalidArgument)
+		return errorf("%w: NewAssociation.Model is empty", ErrInvalidArgument)
 	case a.FirmwareVersion == "":
-		return fmt.Errorf("%w: NewAssociation.FirmwareVersion is empty", ErrInvalidArgument)
+		return errorf("%w: NewAssociation.FirmwareVersion is empty", ErrInvalidArgument)
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func (l list[W, T]) page(ctx context.Context, opts *ListOptions) (*Page[*T], err
 	}
 	// A page that links to itself would make a caller's paging loop endless.
 	if next != "" && next == l.visitKey(op) {
-		return nil, fmt.Errorf("%w %s: the page links to itself", ErrInvalidPageLink, linkForError(next))
+		return nil, errorf("%w %s: the page links to itself", ErrInvalidPageLink, linkForError(next))
 	}
 	p := &Page[*T]{NextPage: next}
 	if len(items) > 0 {
@@ -177,19 +177,19 @@ func (l list[W, T]) firstOperation(opts *ListOptions) (*operation, error) {
 	switch o.OrderBy {
 	case "", OrderByUpdatedAt:
 	default:
-		return nil, fmt.Errorf("%w: ListOptions.OrderBy %q is not supported (want %q or empty)", ErrInvalidArgument, o.OrderBy, OrderByUpdatedAt)
+		return nil, errorf("%w: ListOptions.OrderBy %q is not supported (want %q or empty)", ErrInvalidArgument, o.OrderBy, OrderByUpdatedAt)
 	}
 	switch o.Direction {
 	case "", Ascending, Descending:
 	default:
-		return nil, fmt.Errorf("%w: ListOptions.Direction %q is not supported (want %q, %q or empty)", ErrInvalidArgument, o.Direction, Ascending, Descending)
+		return nil, errorf("%w: ListOptions.Direction %q is not supported (want %q, %q or empty)", ErrInvalidArgument, o.Direction, Ascending, Descending)
 	}
 	if o.NextPage != "" {
 		if o.OrderBy != "" || o.Direction != "" {
-			return nil, fmt.Errorf("%w: ListOptions.NextPage cannot be combined with OrderBy or Direction (the link carries its own order)", ErrInvalidArgument)
+			return nil, errorf("%w: ListOptions.NextPage cannot be combined with OrderBy or Direction (the link carries its own order)", ErrInvalidArgument)
 		}
 		if err := l.client.checkPageLink(o.NextPage); err != nil {
-			return nil, fmt.Errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
+			return nil, errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
 		}
 		return &operation{method: http.MethodGet, link: o.NextPage}, nil
 	}
@@ -229,7 +229,7 @@ func (l list[W, T]) follow(link string, seen *visited) (*operation, error) {
 		return nil, err
 	}
 	if !seen.add(link) {
-		return nil, fmt.Errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
+		return nil, errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
 	}
 	return &operation{method: http.MethodGet, link: link}, nil
 }
@@ -280,7 +280,7 @@ func (l list[W, T]) pageError(n int, err error) error {
 	if n == 1 {
 		return err
 	}
-	return fmt.Errorf("management: listing %s, page %d: %w", l.path, n, err)
+	return errorf("listing %s, page %d: %w", l.path, n, err)
 }
 
 // checkPageLink reports whether link, a next_page value, may be requested
@@ -290,7 +290,7 @@ func (l list[W, T]) pageError(n int, err error) error {
 // that our Authorization header only ever travels where it belongs.
 func (c *Client) checkPageLink(link string) error {
 	if problem := linkProblem(link); problem != "" {
-		return fmt.Errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
+		return errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
 	}
 	// Belt and braces: parse what would be requested and check it is the
 	// base URL's scheme and host, under its path, with the link unchanged.
@@ -299,13 +299,13 @@ func (c *Client) checkPageLink(link string) error {
 	linkPath, linkQuery, _ := strings.Cut(link, "?")
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
 	case u.Scheme != base.Scheme || u.Host != base.Host || u.User != nil || u.Opaque != "":
-		return fmt.Errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
 	case !underPath(u.Path, base.Path):
-		return fmt.Errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
 	case u.EscapedPath() != basePath+linkPath || u.RawQuery != linkQuery:
-		return fmt.Errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
 	}
 	return nil
 }

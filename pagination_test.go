@@ -544,3 +544,36 @@ func FuzzPageLink(f *testing.F) {
 		}
 	})
 }
+
+// Errors that wrap another error of the package say "management: " once:
+// the page of a listing that failed, and a refused ListOptions.NextPage.
+func TestListErrorsSayPrefixOnce(t *testing.T) {
+	c, mt := setup(t)
+	resPages(mt, map[string]httpmock.Responder{
+		resUsersPath:             resUsers(resUsersPath+"?page=2", "u-1"),
+		resUsersPath + "?page=2": jsonResponder(http.StatusBadRequest, map[string]any{"reason": ReasonRequestValidation, "error_message": "page is not valid"}),
+	})
+	_, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+	if len(errs) != 1 {
+		t.Fatalf("errors %v, want one", errs)
+	}
+	_, linkErr := c.Users.ListPage(t.Context(), &ListOptions{NextPage: "/../x?page=2"})
+	tests := []struct {
+		err  error
+		want string
+		is   []error
+	}{
+		{errs[0], "management: listing /users, page 2: GET /users: 400 COMMON.REQUEST_VALIDATION: page is not valid", []error{ErrValidation}},
+		{linkErr, `management: invalid argument: ListOptions.NextPage: invalid next_page link "/../x": holds a dot segment`, []error{ErrInvalidArgument, ErrInvalidPageLink}},
+	}
+	for _, tt := range tests {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("error %v, want %s", tt.err, tt.want)
+		}
+		for _, target := range tt.is {
+			if !errors.Is(tt.err, target) {
+				t.Errorf("error %v does not match %v", tt.err, target)
+			}
+		}
+	}
+}

@@ -3,13 +3,12 @@ package management
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"net/http"
 	"strconv"
 )
 
-var errUnsetPlacement = fmt.Errorf("%w: Unset is only valid as a top-level ThingUpdate.CustomSettings value", ErrInvalidArgument)
+var errUnsetPlacement = errorf("%w: Unset is only valid as a top-level ThingUpdate.CustomSettings value", ErrInvalidArgument)
 
 // Thing is a connected device as listed (the spec's Thing list item).
 type Thing struct {
@@ -175,7 +174,7 @@ type thingUpdateBody struct {
 // replaced by marker.
 func (u ThingUpdate) encode(marker string) ([]byte, error) {
 	if u.Name == nil && u.FirmwareVersion == nil && u.LastSeen == nil && len(u.Statuses) == 0 && len(u.CustomSettings) == 0 {
-		return nil, fmt.Errorf("%w: ThingUpdate has no field set", ErrInvalidArgument)
+		return nil, errorf("%w: ThingUpdate has no field set", ErrInvalidArgument)
 	}
 	settings, err := wireCustomSettings(u.CustomSettings, marker)
 	if err != nil {
@@ -189,7 +188,7 @@ func (u ThingUpdate) encode(marker string) ([]byte, error) {
 		CustomSettings:  settings,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: ThingUpdate cannot be encoded as JSON: %w", ErrInvalidArgument, err)
+		return nil, errorf("%w: ThingUpdate cannot be encoded as JSON: %w", ErrInvalidArgument, err)
 	}
 	return body, nil
 }
@@ -208,7 +207,7 @@ func wireCustomSettings(settings map[string]any, marker string) (map[string]any,
 			continue
 		}
 		if where, found := findUnset(v); found {
-			return nil, fmt.Errorf("%w, found at CustomSettings[%q]%s", errUnsetPlacement, k, where)
+			return nil, errorf("%w, found at CustomSettings[%q]%s", errUnsetPlacement, k, where)
 		}
 		out[k] = v
 	}

@@ -2,7 +2,6 @@ package management
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -150,9 +149,9 @@ func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, er
 func pathSegment(name, id string) (string, error) {
 	switch id {
 	case "":
-		return "", fmt.Errorf("%w: %s is empty", ErrInvalidArgument, name)
+		return "", errorf("%w: %s is empty", ErrInvalidArgument, name)
 	case ".", "..":
-		return "", fmt.Errorf("%w: %s %q is not a valid identifier", ErrInvalidArgument, name, id)
+		return "", errorf("%w: %s %q is not a valid identifier", ErrInvalidArgument, name, id)
 	}
 	return url.PathEscape(id), nil
 }
