@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -312,8 +313,8 @@ func (c *Client) checkPageLink(link string) error {
 
 // linkProblem says what is wrong with link, or "" when it is a path (plus
 // query) starting with a single "/", of printable ASCII without backslash
-// or fragment, and without "." or ".." segments (escaped or not) that a
-// server could resolve outside the base path.
+// or fragment, and without a segment that a server could resolve as "." or
+// ".." and so climb out of the base path (see dotSegment).
 func linkProblem(link string) string {
 	switch {
 	case link == "":
@@ -333,24 +334,76 @@ func linkProblem(link string) string {
 			return "holds a fragment"
 		}
 	}
-	// Checked decoded too: a server or proxy may decode %2e and %2f
-	// before it resolves dot segments.
 	p, _, _ := strings.Cut(link, "?")
-	decoded, err := url.PathUnescape(p)
-	switch {
-	case err != nil:
+	if _, err := url.PathUnescape(p); err != nil {
 		return "holds an invalid escape"
-	case strings.Contains(decoded, `\`):
-		return "holds an escaped backslash"
 	}
-	for _, path := range []string{p, decoded} {
-		for seg := range strings.SplitSeq(path, "/") {
-			if seg == "." || seg == ".." {
-				return "holds a dot segment"
-			}
+	// Checked decoded too, as often as it decodes: a proxy and a server may
+	// each decode %2e, %2f, %3b and %5c before they resolve dot segments.
+	for form := range decodings(p) {
+		switch {
+		case strings.Contains(form, `\`):
+			return "holds an escaped backslash"
+		case dotSegment(form):
+			return "holds a dot segment"
 		}
 	}
 	return ""
+}
+
+// dotSegment reports whether a server could read a segment of p as "." or
+// "..". Segments end at '/' and at '\' (which some servers take for one),
+// and a segment's ";" path parameter is dropped first, as servlet
+// containers do: "..;x" and ".;" are dot segments.
+func dotSegment(p string) bool {
+	for seg := range strings.FieldsFuncSeq(p, isPathSeparator) {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func isPathSeparator(r rune) bool { return r == '/' || r == '\\' }
+
+// decodings yields s, then s percent-decoded once, twice, and so on until
+// nothing is left to decode: "%252e" yields "%252e", "%2e" and ".". Each
+// round decodes the valid escapes and keeps the others, as a lenient server
+// would. It ends, as each round that changes s makes it shorter.
+func decodings(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for {
+			if !yield(s) {
+				return
+			}
+			next := lenientUnescape(s)
+			if next == s {
+				return
+			}
+			s = next
+		}
+	}
+}
+
+// lenientUnescape decodes every valid %XX escape of s and keeps the rest.
+func lenientUnescape(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // underPath reports whether p is base or below it, at a segment boundary.
