@@ -18,7 +18,8 @@ type NewAssociation struct {
 // AssociateThing associates a Thing with the User userID, creating the Thing
 // when the service does not know it yet, and returns the Thing. created
 // reports whether the service created it (201) rather than associating an
-// existing one (200). Every field of a is required; an empty one fails with
+// existing one (200). Every field of a is required; an empty one, or a
+// PhysicalID that Things.Get would refuse as an identifier, fails with
 // ErrInvalidArgument before anything is sent.
 //
 // API: POST /users/{user_id}/associated_things
@@ -64,6 +65,10 @@ func (a NewAssociation) check() error {
 	switch {
 	case a.PhysicalID == "":
 		return errorf("%w: NewAssociation.PhysicalID is empty", ErrInvalidArgument)
+	case dotIdentifier(a.PhysicalID):
+		// Sent in the body, but the Thing's path segment in every later
+		// call, which would refuse it: a Thing no call could reach again.
+		return errorf("%w: NewAssociation.PhysicalID %.80q could be resolved as a dot segment", ErrInvalidArgument, a.PhysicalID)
 	case a.Model == "":
 		return errorf("%w: NewAssociation.Model is empty", ErrInvalidArgument)
 	case a.FirmwareVersion == "":

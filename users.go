@@ -143,15 +143,31 @@ func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, er
 }
 
 // pathSegment escapes an identifier as one path segment, so that "/", "?",
-// "#", "%" and spaces reach the service as part of it. Empty identifiers,
-// and "." and "..", which a server would resolve as dot segments, are
-// refused.
+// "#", "%", ";" and spaces reach the service as part of it. Empty
+// identifiers are refused, and so are those a server could resolve as a dot
+// segment, and so climb out of the resource's path: ".", "..", "..;x" (a
+// servlet container drops the ";x" path parameter), and any identifier that
+// holds such a part between slashes or backslashes, as given or
+// percent-decoded, since some proxies decode %2F before they resolve dot
+// segments (see dotSegment and decodings).
 func pathSegment(name, id string) (string, error) {
-	switch id {
-	case "":
+	if id == "" {
 		return "", errorf("%w: %s is empty", ErrInvalidArgument, name)
-	case ".", "..":
-		return "", errorf("%w: %s %q is not a valid identifier", ErrInvalidArgument, name, id)
+	}
+	if dotIdentifier(id) {
+		return "", errorf("%w: %s %.80q could be resolved as a dot segment", ErrInvalidArgument, name, id)
 	}
 	return url.PathEscape(id), nil
+}
+
+// dotIdentifier reports whether a server could read a part of the path
+// segment that carries id as "." or "..". The server sees id once it has
+// decoded the segment, so id itself is the first form checked.
+func dotIdentifier(id string) bool {
+	for form := range decodings(id) {
+		if dotSegment(form) {
+			return true
+		}
+	}
+	return false
 }
