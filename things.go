@@ -1,8 +1,11 @@
 package management
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"strconv"
@@ -51,6 +54,9 @@ type AssociatedUser struct {
 // a new one added). CustomSettings are merged by key: a key's value is
 // replaced or added, keys not mentioned stay, and the value Unset removes the
 // key. The service merges top-level keys only, so Unset is refused deeper.
+// A string equal to the client's unset marker (Config.UnsetMarker) is
+// refused as a value, at the top level or nested: the service would remove
+// the key, and only Unset says that.
 type ThingUpdate struct {
 	Name            *string
 	FirmwareVersion *string
@@ -141,8 +147,9 @@ func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetai
 
 // Update applies u to the Thing with the given physical id and returns the
 // updated Thing. Only the fields set in u are sent; an update with no field
-// set, or with Unset anywhere but as a top-level CustomSettings value, fails
-// with ErrInvalidArgument before anything is sent. u is not modified.
+// set, with Unset anywhere but as a top-level CustomSettings value, or with
+// the unset marker string as a CustomSettings value, fails with
+// ErrInvalidArgument before anything is sent. u is not modified.
 //
 // API: PATCH /things/{thing_physical_id}
 func (s *ThingsService) Update(ctx context.Context, physicalID string, u ThingUpdate) (*ThingDetails, error) {
@@ -193,9 +200,13 @@ func (u ThingUpdate) encode(marker string) ([]byte, error) {
 	return body, nil
 }
 
-// wireCustomSettings returns a copy of settings (the caller's map is left
-// alone) with each top-level Unset replaced by marker. The service removes
-// top-level keys only, so an Unset found deeper is refused.
+// wireCustomSettings returns the custom settings to send, with each
+// top-level Unset replaced by marker and every other value encoded here;
+// the caller's map is left alone. A value that would reach the service as
+// the marker string itself, at the top level or nested, is refused: only
+// Unset removes a key, so a setting that happens to equal the marker is
+// never deleted by surprise. The service removes top-level keys only, so an
+// Unset found deeper is refused too.
 func wireCustomSettings(settings map[string]any, marker string) (map[string]any, error) {
 	if len(settings) == 0 {
 		return nil, nil
@@ -206,12 +217,81 @@ func wireCustomSettings(settings map[string]any, marker string) (map[string]any,
 			out[k] = marker
 			continue
 		}
-		if where, found := findUnset(v); found {
-			return nil, errorf("%w, found at CustomSettings[%q]%s", errUnsetPlacement, k, where)
+		raw, err := wireSetting(k, v, marker)
+		if err != nil {
+			return nil, err
 		}
-		out[k] = v
+		out[k] = raw
 	}
 	return out, nil
+}
+
+// wireSetting encodes the value v of the custom settings key k, refusing
+// an Unset or the marker string inside it. Errors name where, never what.
+func wireSetting(k string, v any, marker string) (json.RawMessage, error) {
+	if where, found := findUnset(v); found {
+		return nil, errorf("%w, found at %s", errUnsetPlacement, settingPath(k, where))
+	}
+	raw, err := json.Marshal(v)
+	switch {
+	case errors.Is(err, errUnsetPlacement): // in a container findUnset does not open
+		return nil, errorf("%w, found inside %s", errUnsetPlacement, settingPath(k, ""))
+	case err != nil:
+		return nil, errorf("%w: %s cannot be encoded as JSON: %w", ErrInvalidArgument, settingPath(k, ""), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // any number json.Marshal wrote, 1e400 included
+	where, found, err := findMarker(dec, marker)
+	switch {
+	case err != nil:
+		return nil, errorf("%w: %s cannot be checked for the unset marker: %w", ErrInvalidArgument, settingPath(k, ""), err)
+	case found:
+		return nil, errorf("%w: %s is the unset marker string (Config.UnsetMarker); only management.Unset removes a key", ErrInvalidArgument, settingPath(k, where))
+	}
+	return raw, nil
+}
+
+// settingPath names a place in ThingUpdate.CustomSettings: the key k, then
+// the index expressions where. Keys are quoted and cut short.
+func settingPath(k, where string) string {
+	return "CustomSettings[" + quoteKey(k) + "]" + where
+}
+
+func quoteKey(k string) string { return fmt.Sprintf("%.64q", k) }
+
+// findMarker reads one JSON value from dec and reports whether a string in
+// it equals marker, and where, as index expressions. Object keys are names,
+// not values, and are not checked.
+func findMarker(dec *json.Decoder, marker string) (string, bool, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return "", false, err
+			}
+			k, _ := key.(string)
+			if where, found, err := findMarker(dec, marker); err != nil || found {
+				return "[" + quoteKey(k) + "]" + where, found, err
+			}
+		}
+		_, err = dec.Token() // '}'
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if where, found, err := findMarker(dec, marker); err != nil || found {
+				return "[" + strconv.Itoa(i) + "]" + where, found, err
+			}
+		}
+		_, err = dec.Token() // ']'
+	default:
+		s, ok := tok.(string)
+		return "", ok && s == marker, nil
+	}
+	return "", false, err
 }
 
 // findUnset looks for Unset inside the JSON containers of v and returns
@@ -224,7 +304,7 @@ func findUnset(v any) (string, bool) {
 	case map[string]any:
 		for k, e := range v {
 			if where, found := findUnset(e); found {
-				return "[" + strconv.Quote(k) + "]" + where, true
+				return "[" + quoteKey(k) + "]" + where, true
 			}
 		}
 	case []any:
