@@ -382,6 +382,9 @@ func (x *exchange) readResponse(resp *http.Response, out any) error {
 			err = errors.New("unexpected data after the JSON value")
 		}
 	}
+	if v, ok := out.(interface{ validate() error }); ok && err == nil {
+		err = v.validate() // a 2xx body that is not what was asked for
+	}
 	if err == io.EOF {
 		err = errors.New("empty body")
 	}

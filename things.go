@@ -99,6 +99,30 @@ type thingsPage struct {
 
 func (p *thingsPage) contents() ([]Thing, *string) { return p.Things, p.NextPage }
 
+// validate refuses a page that lists nothing: no "things" array (absent or
+// null, as in null or an error body sent with 200), or a Thing without a
+// physical id. An empty array is a page, the last one.
+func (p *thingsPage) validate() error {
+	if p.Things == nil {
+		return errors.New(`no "things" array`)
+	}
+	for i := range p.Things {
+		if p.Things[i].PhysicalID == "" {
+			return fmt.Errorf("things[%d] has no physical_id", i)
+		}
+	}
+	return nil
+}
+
+// validate refuses a body that is not a Thing: without a physical id, as
+// null or an error body sent with 200 are.
+func (t *ThingDetails) validate() error {
+	if t.PhysicalID == "" {
+		return errors.New("no Thing physical_id")
+	}
+	return nil
+}
+
 func (s *ThingsService) list() list[thingsPage, Thing] {
 	return list[thingsPage, Thing]{client: s.client, path: "/things", contents: (*thingsPage).contents}
 }

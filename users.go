@@ -2,6 +2,8 @@ package management
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -88,6 +90,30 @@ type usersPage struct {
 }
 
 func (p *usersPage) contents() ([]User, *string) { return p.Users, p.NextPage }
+
+// validate refuses a page that lists nothing: no "users" array (absent or
+// null, as in null or an error body sent with 200), or a User without an id.
+// An empty array is a page, the last one.
+func (p *usersPage) validate() error {
+	if p.Users == nil {
+		return errors.New(`no "users" array`)
+	}
+	for i := range p.Users {
+		if p.Users[i].ID == "" {
+			return fmt.Errorf("users[%d] has no id", i)
+		}
+	}
+	return nil
+}
+
+// validate refuses a body that is not a User: without an id, as null or an
+// error body sent with 200 are.
+func (u *UserDetails) validate() error {
+	if u.ID == "" {
+		return errors.New("no User id")
+	}
+	return nil
+}
 
 func (s *UsersService) list() list[usersPage, User] {
 	return list[usersPage, User]{client: s.client, path: "/users", contents: (*usersPage).contents}
