@@ -154,7 +154,8 @@ func (s *ThingsService) ListPage(ctx context.Context, opts *ListOptions) (*Page[
 
 // Get returns the Thing with the given physical id, with its statuses,
 // custom settings and associated Users. A Thing that does not exist yields
-// an error matching ErrNotFound.
+// an error matching ErrNotFound; a 2xx answer that is not a Thing with a
+// physical id (null, an error body) yields a *DecodeError.
 //
 // API: GET /things/{thing_physical_id}
 func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetails, error) {
@@ -251,7 +252,8 @@ func wireCustomSettings(settings map[string]any, marker string) (map[string]any,
 }
 
 // wireSetting encodes the value v of the custom settings key k, refusing
-// an Unset or the marker string inside it. Errors name where, never what.
+// an Unset or the marker string inside it. Its errors name where the
+// problem is, not the settings' values.
 func wireSetting(k string, v any, marker string) (json.RawMessage, error) {
 	if where, found := findUnset(v); found {
 		return nil, errorf("%w, found at %s", errUnsetPlacement, settingPath(k, where))

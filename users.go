@@ -153,7 +153,8 @@ func (s *UsersService) ListPage(ctx context.Context, opts *ListOptions) (*Page[*
 
 // Get returns the User with id userID, with its consents, custom settings
 // and associated Things. A User that does not exist yields an error
-// matching ErrNotFound.
+// matching ErrNotFound; a 2xx answer that is not a User with an id (null,
+// an error body) yields a *DecodeError.
 //
 // API: GET /users/{user_id}
 func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, error) {
