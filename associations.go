@@ -3,7 +3,6 @@ package management
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 )
 
@@ -19,7 +18,8 @@ type NewAssociation struct {
 // AssociateThing associates a Thing with the User userID, creating the Thing
 // when the service does not know it yet, and returns the Thing. created
 // reports whether the service created it (201) rather than associating an
-// existing one (200). Every field of a is required; an empty one fails with
+// existing one (200). Every field of a is required; an empty one, or a
+// PhysicalID that Things.Get would refuse as an identifier, fails with
 // ErrInvalidArgument before anything is sent.
 //
 // API: POST /users/{user_id}/associated_things
@@ -33,7 +33,7 @@ func (s *UsersService) AssociateThing(ctx context.Context, userID string, a NewA
 	}
 	body, err := json.Marshal(a)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: NewAssociation cannot be encoded as JSON: %w", ErrInvalidArgument, err)
+		return nil, false, errorf("%w: NewAssociation cannot be encoded as JSON: %w", ErrInvalidArgument, err)
 	}
 	var t ThingDetails
 	status, err := s.client.do(ctx, &operation{method: http.MethodPost, path: "/users/" + id + "/associated_things", body: body}, &t)
@@ -64,11 +64,15 @@ func (s *UsersService) DisassociateThing(ctx context.Context, userID, physicalID
 func (a NewAssociation) check() error {
 	switch {
 	case a.PhysicalID == "":
-		return fmt.Errorf("%w: NewAssociation.PhysicalID is empty", ErrInvalidArgument)
+		return errorf("%w: NewAssociation.PhysicalID is empty", ErrInvalidArgument)
+	case dotIdentifier(a.PhysicalID):
+		// Sent in the body, but the Thing's path segment in every later
+		// call, which would refuse it: a Thing no call could reach again.
+		return errorf("%w: NewAssociation.PhysicalID %.80q could be resolved as a dot segment", ErrInvalidArgument, a.PhysicalID)
 	case a.Model == "":
-		return fmt.Errorf("%w: NewAssociation.Model is empty", ErrInvalidArgument)
+		return errorf("%w: NewAssociation.Model is empty", ErrInvalidArgument)
 	case a.FirmwareVersion == "":
-		return fmt.Errorf("%w: NewAssociation.FirmwareVersion is empty", ErrInvalidArgument)
+		return errorf("%w: NewAssociation.FirmwareVersion is empty", ErrInvalidArgument)
 	}
 	return nil
 }

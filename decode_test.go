@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -158,6 +159,9 @@ func TestDecodeInvalidSamples(t *testing.T) {
 		"invalid_type_timestamp.json",
 		"invalid_timestamp_format.json",
 		"invalid_type_top_level.json",
+		"invalid_null.json",
+		"invalid_error_shape.json",
+		"invalid_user_no_id.json",
 	}
 	thingSamples := []string{
 		"invalid_syntax.json",
@@ -168,15 +172,22 @@ func TestDecodeInvalidSamples(t *testing.T) {
 		"invalid_type_statuses.json",
 		"invalid_type_last_seen.json",
 		"invalid_type_top_level.json",
+		"invalid_null.json",
+		"invalid_error_shape.json",
+		"invalid_thing_no_physical_id.json",
 	}
 	pageSamples := []string{
 		"invalid_syntax.json",
 		"invalid_empty.json",
 		"invalid_type_next_page.json",
 		"invalid_type_top_level.json",
+		"invalid_null.json",
+		"invalid_error_shape.json",
+		"invalid_page_no_items.json",
+		"invalid_page_null_items.json",
 	}
-	usersPageSamples := append([]string{"invalid_type_users_page.json"}, pageSamples...)
-	thingsPageSamples := append([]string{"invalid_type_things_page.json"}, pageSamples...)
+	usersPageSamples := append([]string{"invalid_type_users_page.json", "invalid_users_page_no_id.json", "things_page.json"}, pageSamples...)
+	thingsPageSamples := append([]string{"invalid_type_things_page.json", "invalid_things_page_no_physical_id.json", "users_page.json"}, pageSamples...)
 	type call struct {
 		name string
 		path string
@@ -245,6 +256,114 @@ func TestDecodeInvalidSamples(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// A 2xx answer that does not identify what was asked for is a
+// *DecodeError saying why, never an empty success: null, an error body sent
+// with 200 or 201 (not an *APIError either), a User without an id, a Thing
+// without a physical id, a page without its array or with an item lacking
+// its id, on any page of a listing.
+func TestDecodeEmptySuccessIsDecodeError(t *testing.T) {
+	notFound := []byte(`{"reason": "COMMON.ENTITY_NOT_FOUND", "error_message": "gone"}`)
+	tests := []struct {
+		name   string
+		status int
+		body   []byte
+		run    func(context.Context, *Client) (any, error)
+		want   string
+	}{
+		{"Users.Get null", 200, []byte(`null`), func(ctx context.Context, c *Client) (any, error) { return c.Users.Get(ctx, "u-1") },
+			"management: GET /users/u-1: 200 response: no User id"},
+		{"Users.Get error shape", 200, notFound, func(ctx context.Context, c *Client) (any, error) { return c.Users.Get(ctx, "u-1") },
+			"management: GET /users/u-1: 200 response: no User id"},
+		{"Things.Get no physical id", 200, []byte(`{"id": "p-1", "name": "n"}`), func(ctx context.Context, c *Client) (any, error) {
+			return c.Things.Get(ctx, "p-1")
+		}, "management: GET /things/p-1: 200 response: no Thing physical_id"},
+		{"Things.Update error shape", 200, notFound, func(ctx context.Context, c *Client) (any, error) {
+			return c.Things.Update(ctx, "p-1", ThingUpdate{Name: Ptr("n")})
+		}, "management: PATCH /things/p-1: 200 response: no Thing physical_id"},
+		{"AssociateThing 201 null", 201, []byte(`null`), func(ctx context.Context, c *Client) (any, error) {
+			th, created, err := c.Users.AssociateThing(ctx, "u-1", NewAssociation{"p-1", "m", "1"})
+			if created {
+				t.Error("created with an error")
+			}
+			return th, err
+		}, "management: POST /users/u-1/associated_things: 201 response: no Thing physical_id"},
+		{"Users.ListPage null users", 200, []byte(`{"users": null, "next_page": null}`), func(ctx context.Context, c *Client) (any, error) {
+			return c.Users.ListPage(ctx, nil)
+		}, `management: GET /users: 200 response: no "users" array`},
+		{"Things.ListPage error shape", 200, notFound, func(ctx context.Context, c *Client) (any, error) {
+			return c.Things.ListPage(ctx, nil)
+		}, `management: GET /things: 200 response: no "things" array`},
+		{"Things.ListPage item without physical id", 200, []byte(`{"things": [{"physical_id": "p-1"}, {"physical_id": ""}]}`),
+			func(ctx context.Context, c *Client) (any, error) { return c.Things.ListPage(ctx, nil) },
+			"management: GET /things: 200 response: things[1] has no physical_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := setup(t)
+			resServe(mt, resRaw(tt.status, tt.body))
+			got, err := tt.run(t.Context(), c)
+			de := resIsDecodeError(t, err)
+			// tt.want without what DecodeError adds of the answer (its
+			// Content-Type and first bytes, tested on their own).
+			head, cause, _ := strings.Cut(tt.want, " response: ")
+			if got := err.Error(); de.StatusCode != tt.status || !strings.HasPrefix(got, head+" response") || de.Err.Error() != cause {
+				t.Errorf("error %q (status %d), want %q (status %d)", got, de.StatusCode, tt.want, tt.status)
+			}
+			var ae *APIError
+			if errors.As(err, &ae) || errors.Is(err, ErrNotFound) {
+				t.Errorf("error %v is taken for an error answer", err)
+			}
+			if got != nil && !reflect.ValueOf(got).IsNil() {
+				t.Errorf("result %v with an error", got)
+			}
+		})
+	}
+	t.Run("Users.List page 2 item without id", func(t *testing.T) {
+		c, mt := setup(t)
+		resPages(mt, map[string]httpmock.Responder{
+			resUsersPath:             resUsers(resUsersPath+"?page=2", "u-1"),
+			resUsersPath + "?page=2": resRaw(http.StatusOK, []byte(`{"users": [{"id": "u-2"}, {"email": null}], "next_page": null}`)),
+		})
+		ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+		if !cmp.Equal([]string{"u-1"}, ids) || len(errs) != 1 {
+			t.Fatalf("ids %v, errors %v; want u-1 then one error", ids, errs)
+		}
+		resIsDecodeError(t, errs[0])
+		got := errs[0].Error()
+		if !strings.HasPrefix(got, "management: listing /users, page 2: GET /users: 200 response") || !strings.Contains(got, ": users[1] has no id") {
+			t.Errorf("error %q, want it to name page 2 of /users and users[1] without id", got)
+		}
+	})
+}
+
+// What the spec documents as a success stays one: an empty array is the
+// last page, and disassociation's empty 200 (or any body) is no error.
+func TestDecodeDocumentedSuccesses(t *testing.T) {
+	c, mt := setup(t)
+	resServe(mt, resRaw(http.StatusOK, []byte(`{"users": [], "things": [], "next_page": null}`)))
+	if up, err := c.Users.ListPage(t.Context(), nil); err != nil || len(up.Items) != 0 || up.NextPage != "" {
+		t.Errorf("Users.ListPage = %v, %v; want an empty last page", up, err)
+	}
+	if tp, err := c.Things.ListPage(t.Context(), nil); err != nil || len(tp.Items) != 0 || tp.NextPage != "" {
+		t.Errorf("Things.ListPage = %v, %v; want an empty last page", tp, err)
+	}
+	for _, body := range []string{"", "null", "{}"} {
+		c, mt := setup(t)
+		mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/p-1", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "DELETE")
+			testHeader(t, r, "Authorization", "Bearer "+mockToken)
+			testBody(t, r, "")
+			return resRaw(http.StatusOK, []byte(body))(r)
+		})
+		if err := c.Users.DisassociateThing(t.Context(), "u-1", "p-1"); err != nil {
+			t.Errorf("DisassociateThing with body %q: %v", body, err)
+		}
+		if n := mt.GetTotalCallCount(); n != 2 {
+			t.Errorf("%d requests, want the token's and the DELETE", n)
 		}
 	}
 }
@@ -361,23 +480,32 @@ func resFuzzCheck(t *testing.T, body []byte, err error) {
 	}
 }
 
-// resFuzzAgree checks the client's answer against a plain decode of body
-// into a fresh V (numbers as json.Number, one value only): both succeed
-// with the same value, or both fail.
-func resFuzzAgree[V any](t *testing.T, body []byte, got *V, err error) {
-	t.Helper()
-	resFuzzCheck(t, body, err)
-	var want V
+// resPlainDecode decodes body into a fresh V as the client does (numbers
+// as json.Number, one value only), without any check of what it holds.
+func resPlainDecode[V any](body []byte) (V, error) {
+	var v V
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	werr := dec.Decode(&want)
-	if werr == nil {
+	err := dec.Decode(&v)
+	if err == nil {
 		if _, terr := dec.Token(); terr != io.EOF {
-			werr = errors.New("trailing data")
+			err = errors.New("trailing data")
 		}
 	}
-	if (err == nil) != (werr == nil) {
-		t.Fatalf("body %q: client error %v, plain decoder error %v", body, err, werr)
+	return v, err
+}
+
+// resFuzzAgree checks the client's answer against a plain decode of body
+// into a fresh V: the client succeeds, with the same value, exactly when
+// the plain decode succeeds with a value that identifies what was asked
+// for; otherwise it fails with a *DecodeError. A 2xx body that is null, an
+// error shape or lacks the identifying field is never an empty success.
+func resFuzzAgree[V any](t *testing.T, body []byte, got *V, err error, identified func(*V) bool) {
+	t.Helper()
+	resFuzzCheck(t, body, err)
+	want, werr := resPlainDecode[V](body)
+	if wantOK := werr == nil && identified(&want); (err == nil) != wantOK {
+		t.Fatalf("body %q: client error %v; plain decoder error %v, identified %t", body, err, werr, werr == nil && identified(&want))
 	}
 	if err == nil {
 		if diff := cmp.Diff(&want, got); diff != "" {
@@ -386,42 +514,75 @@ func resFuzzAgree[V any](t *testing.T, body []byte, got *V, err error) {
 	}
 }
 
+// resFuzzListAgree checks a ListPage answer against a plain decode of body
+// into the wire page W: the page is accepted (and then holds the plain
+// decode's items) exactly when the decode succeeds with an items array
+// (present and not null) whose every item has an id. A page linking to
+// itself is accepted by the decoder, then refused as a link.
+func resFuzzListAgree[W, T any](t *testing.T, body []byte, got *Page[*T], err error, items func(*W) []T, id func(*T) string) {
+	t.Helper()
+	decoded := err == nil || errors.Is(err, ErrInvalidPageLink)
+	if !decoded {
+		resFuzzCheck(t, body, err)
+	}
+	want, werr := resPlainDecode[W](body)
+	var wantItems []T
+	identified := false
+	if werr == nil {
+		wantItems = items(&want)
+		identified = wantItems != nil && !slices.ContainsFunc(wantItems, func(item T) bool { return id(&item) == "" })
+	}
+	if decoded != identified {
+		t.Fatalf("body %q: client error %v; plain decoder error %v, identified %t", body, err, werr, identified)
+	}
+	if err != nil {
+		return
+	}
+	gotItems := make([]T, 0, len(got.Items))
+	for _, item := range got.Items {
+		if item == nil {
+			t.Fatalf("body %q: a nil item in a page", body)
+		}
+		gotItems = append(gotItems, *item)
+	}
+	if diff := cmp.Diff(wantItems, gotItems); diff != "" {
+		t.Fatalf("body %q: client and plain decoder differ (-plain +client):\n%s", body, diff)
+	}
+}
+
 func FuzzDecodeUserDetails(f *testing.F) {
-	resFuzzSeeds(f, "user_details.json", "user_details_anonymous.json", "user_details_future.json", "invalid_truncated.json")
+	resFuzzSeeds(f, "user_details.json", "user_details_anonymous.json", "user_details_future.json", "invalid_truncated.json",
+		"invalid_error_shape.json", "invalid_user_no_id.json")
 	c := resFuzzClient(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
 		u, err := c.Users.Get(ctx, "u-1")
-		resFuzzAgree(t, body, u, err)
+		resFuzzAgree(t, body, u, err, func(u *UserDetails) bool { return u.ID != "" })
 	})
 }
 
 func FuzzDecodeThingDetails(f *testing.F) {
-	resFuzzSeeds(f, "thing_details.json", "thing_details_bare.json", "associate_response.json", "invalid_type_statuses.json")
+	resFuzzSeeds(f, "thing_details.json", "thing_details_bare.json", "associate_response.json", "invalid_type_statuses.json",
+		"invalid_error_shape.json", "invalid_thing_no_physical_id.json")
 	c := resFuzzClient(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
 		th, err := c.Things.Get(ctx, "p-1")
-		resFuzzAgree(t, body, th, err)
+		resFuzzAgree(t, body, th, err, func(th *ThingDetails) bool { return th.PhysicalID != "" })
 	})
 }
 
 func FuzzDecodeListPage(f *testing.F) {
-	resFuzzSeeds(f, "users_page.json", "things_page.json", "invalid_type_users_page.json")
+	resFuzzSeeds(f, "users_page.json", "things_page.json", "invalid_type_users_page.json",
+		"invalid_error_shape.json", "invalid_page_no_items.json", "invalid_page_null_items.json",
+		"invalid_users_page_no_id.json", "invalid_things_page_no_physical_id.json")
 	f.Add([]byte(`{"users": [], "next_page": "/v2/api/management/service_connect/users"}`))
 	c := resFuzzClient(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
 		up, uerr := c.Users.ListPage(ctx, nil)
+		resFuzzListAgree(t, body, up, uerr, func(p *usersPage) []User { return p.Users }, resUserID)
 		tp, terr := c.Things.ListPage(ctx, nil)
-		for _, err := range []error{uerr, terr} {
-			if errors.Is(err, ErrInvalidPageLink) { // a page linking to itself
-				continue
-			}
-			resFuzzCheck(t, body, err)
-		}
-		if uerr == nil && slices.Contains(up.Items, nil) || terr == nil && slices.Contains(tp.Items, nil) {
-			t.Fatalf("body %q: a nil item in a page", body)
-		}
+		resFuzzListAgree(t, body, tp, terr, func(p *thingsPage) []Thing { return p.Things }, resThingID)
 	})
 }

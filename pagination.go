@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -73,7 +74,7 @@ func (l list[W, T]) page(ctx context.Context, opts *ListOptions) (*Page[*T], err
 	}
 	// A page that links to itself would make a caller's paging loop endless.
 	if next != "" && next == l.visitKey(op) {
-		return nil, fmt.Errorf("%w %s: the page links to itself", ErrInvalidPageLink, linkForError(next))
+		return nil, errorf("%w %s: the page links to itself", ErrInvalidPageLink, linkForError(next))
 	}
 	p := &Page[*T]{NextPage: next}
 	if len(items) > 0 {
@@ -177,19 +178,19 @@ func (l list[W, T]) firstOperation(opts *ListOptions) (*operation, error) {
 	switch o.OrderBy {
 	case "", OrderByUpdatedAt:
 	default:
-		return nil, fmt.Errorf("%w: ListOptions.OrderBy %q is not supported (want %q or empty)", ErrInvalidArgument, o.OrderBy, OrderByUpdatedAt)
+		return nil, errorf("%w: ListOptions.OrderBy %q is not supported (want %q or empty)", ErrInvalidArgument, o.OrderBy, OrderByUpdatedAt)
 	}
 	switch o.Direction {
 	case "", Ascending, Descending:
 	default:
-		return nil, fmt.Errorf("%w: ListOptions.Direction %q is not supported (want %q, %q or empty)", ErrInvalidArgument, o.Direction, Ascending, Descending)
+		return nil, errorf("%w: ListOptions.Direction %q is not supported (want %q, %q or empty)", ErrInvalidArgument, o.Direction, Ascending, Descending)
 	}
 	if o.NextPage != "" {
 		if o.OrderBy != "" || o.Direction != "" {
-			return nil, fmt.Errorf("%w: ListOptions.NextPage cannot be combined with OrderBy or Direction (the link carries its own order)", ErrInvalidArgument)
+			return nil, errorf("%w: ListOptions.NextPage cannot be combined with OrderBy or Direction (the link carries its own order)", ErrInvalidArgument)
 		}
 		if err := l.client.checkPageLink(o.NextPage); err != nil {
-			return nil, fmt.Errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
+			return nil, errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
 		}
 		return &operation{method: http.MethodGet, link: o.NextPage}, nil
 	}
@@ -229,7 +230,7 @@ func (l list[W, T]) follow(link string, seen *visited) (*operation, error) {
 		return nil, err
 	}
 	if !seen.add(link) {
-		return nil, fmt.Errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
+		return nil, errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
 	}
 	return &operation{method: http.MethodGet, link: link}, nil
 }
@@ -280,7 +281,7 @@ func (l list[W, T]) pageError(n int, err error) error {
 	if n == 1 {
 		return err
 	}
-	return fmt.Errorf("management: listing %s, page %d: %w", l.path, n, err)
+	return errorf("listing %s, page %d: %w", l.path, n, err)
 }
 
 // checkPageLink reports whether link, a next_page value, may be requested
@@ -290,7 +291,7 @@ func (l list[W, T]) pageError(n int, err error) error {
 // that our Authorization header only ever travels where it belongs.
 func (c *Client) checkPageLink(link string) error {
 	if problem := linkProblem(link); problem != "" {
-		return fmt.Errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
+		return errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
 	}
 	// Belt and braces: parse what would be requested and check it is the
 	// base URL's scheme and host, under its path, with the link unchanged.
@@ -299,21 +300,21 @@ func (c *Client) checkPageLink(link string) error {
 	linkPath, linkQuery, _ := strings.Cut(link, "?")
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
 	case u.Scheme != base.Scheme || u.Host != base.Host || u.User != nil || u.Opaque != "":
-		return fmt.Errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
 	case !underPath(u.Path, base.Path):
-		return fmt.Errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
 	case u.EscapedPath() != basePath+linkPath || u.RawQuery != linkQuery:
-		return fmt.Errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
 	}
 	return nil
 }
 
 // linkProblem says what is wrong with link, or "" when it is a path (plus
 // query) starting with a single "/", of printable ASCII without backslash
-// or fragment, and without "." or ".." segments (escaped or not) that a
-// server could resolve outside the base path.
+// or fragment, and without a segment that a server could resolve as "." or
+// ".." and so climb out of the base path (see dotSegment).
 func linkProblem(link string) string {
 	switch {
 	case link == "":
@@ -333,24 +334,76 @@ func linkProblem(link string) string {
 			return "holds a fragment"
 		}
 	}
-	// Checked decoded too: a server or proxy may decode %2e and %2f
-	// before it resolves dot segments.
 	p, _, _ := strings.Cut(link, "?")
-	decoded, err := url.PathUnescape(p)
-	switch {
-	case err != nil:
+	if _, err := url.PathUnescape(p); err != nil {
 		return "holds an invalid escape"
-	case strings.Contains(decoded, `\`):
-		return "holds an escaped backslash"
 	}
-	for _, path := range []string{p, decoded} {
-		for seg := range strings.SplitSeq(path, "/") {
-			if seg == "." || seg == ".." {
-				return "holds a dot segment"
-			}
+	// Checked decoded too, as often as it decodes: a proxy and a server may
+	// each decode %2e, %2f, %3b and %5c before they resolve dot segments.
+	for form := range decodings(p) {
+		switch {
+		case strings.Contains(form, `\`):
+			return "holds an escaped backslash"
+		case dotSegment(form):
+			return "holds a dot segment"
 		}
 	}
 	return ""
+}
+
+// dotSegment reports whether a server could read a segment of p as "." or
+// "..". Segments end at '/' and at '\' (which some servers take for one),
+// and a segment's ";" path parameter is dropped first, as servlet
+// containers do: "..;x" and ".;" are dot segments.
+func dotSegment(p string) bool {
+	for seg := range strings.FieldsFuncSeq(p, isPathSeparator) {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func isPathSeparator(r rune) bool { return r == '/' || r == '\\' }
+
+// decodings yields s, then s percent-decoded once, twice, and so on until
+// nothing is left to decode: "%252e" yields "%252e", "%2e" and ".". Each
+// round decodes the valid escapes and keeps the others, as a lenient server
+// would. It ends, as each round that changes s makes it shorter.
+func decodings(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for {
+			if !yield(s) {
+				return
+			}
+			next := lenientUnescape(s)
+			if next == s {
+				return
+			}
+			s = next
+		}
+	}
+}
+
+// lenientUnescape decodes every valid %XX escape of s and keeps the rest.
+func lenientUnescape(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // underPath reports whether p is base or below it, at a segment boundary.

@@ -2,11 +2,13 @@ package management
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 	"unsafe"
@@ -307,6 +309,10 @@ func TestListRefusesForeignLinks(t *testing.T) {
 		"/v2/%2e%2e/users?page=tok-secret",
 		"/v2/..%2f..%2fusers?page=tok-secret",
 		"/v2/%5c%5cevil.test?page=tok-secret",
+		"/v2/..;x/../users?page=tok-secret",
+		"/v2/%2e%2e;/users?page=tok-secret",
+		"/v2/..%3B/users?page=tok-secret",
+		"/v2/%252e%252e/users?page=tok-secret",
 		"/users page?page=tok-secret",
 		"/users\n?page=tok-secret",
 		"/users\x00?page=tok-secret",
@@ -486,6 +492,33 @@ func TestCheckPageLink(t *testing.T) {
 		{"https://api.example.test", "/users\"quoted\"", false}, // would be re-encoded on the way
 		{"https://api.example.test", "/users{x}", false},
 		{"https://api.example.test", "/users#frag", false},
+		// Path parameters: servlet containers drop ";..." before they
+		// resolve dot segments, so these are ".." or "." to them.
+		{"https://api.example.test/gw", "/..;x/admin", false},
+		{"https://api.example.test/gw", "/v2/.;x/users", false},
+		{"https://api.example.test/gw", "/..;", false},
+		{"https://api.example.test/gw", "/.;", false},
+		{"https://api.example.test/gw", "/x/..;jsessionid=1?page=2", false},
+		// The same, escaped: decoded once, they are dot segments.
+		{"https://api.example.test/gw", "/%2e%2e;x/admin", false},
+		{"https://api.example.test/gw", "/%2E.;x", false},
+		{"https://api.example.test/gw", "/..%3bx/admin", false},
+		{"https://api.example.test/gw", "/.%3B", false},
+		{"https://api.example.test/gw", "/x%2f..%3b%2fy", false},
+		// Escaped twice or more: a proxy and a server may each decode once.
+		{"https://api.example.test/gw", "/%252e%252e/admin", false},
+		{"https://api.example.test/gw", "/%25252E%25252E/admin", false},
+		{"https://api.example.test/gw", "/x%252f..%252fy", false},
+		{"https://api.example.test/gw", "/%252e%252e%253bx/admin", false},
+		{"https://api.example.test/gw", "/%255cevil.test", false},
+		// Look-alikes that no server reads as a dot segment.
+		{"https://api.example.test/gw", "/users;jsessionid=1?page=2", true},
+		{"https://api.example.test/gw", "/...;x/y", true},
+		{"https://api.example.test/gw", "/.a;b/..b", true},
+		{"https://api.example.test/gw", "/a;../b", true},
+		{"https://api.example.test/gw", "/%2e%2e%2e;x", true},
+		{"https://api.example.test/gw", "/%252e%252ex", true},
+		{"https://api.example.test/gw", "/a%25zz/b", true},
 	}
 	for _, tt := range tests {
 		c, _ := newMockClient(t, Config{BaseURL: tt.base})
@@ -497,12 +530,15 @@ func TestCheckPageLink(t *testing.T) {
 }
 
 // FuzzPageLink checks that no link is accepted that, appended to the base
-// URL and resolved, leaves the base URL's scheme, host or path, or that
-// would not be sent exactly as given.
+// URL and resolved, leaves the base URL's scheme, host or path, that would
+// not be sent exactly as given, or whose path has a segment a server could
+// take for "." or "..": as given or percent-decoded (once or more), and
+// with its ";" path parameter dropped.
 func FuzzPageLink(f *testing.F) {
 	for _, s := range []string{
 		"/", resUsersPath + "?page=abc", "//evil.test/x", `/\evil.test`, "/../x", "/%2e%2e/x",
 		"/a%2f..%2f..%2fb", "https://evil.test/", "/x?y=/../z", "/@evil.test", "/:80", "/x#y",
+		"/..;x/y", "/%2e.;/y", "/..%3B/y", "/%252e%252e/y", "/a;b/c",
 	} {
 		f.Add(s)
 	}
@@ -524,6 +560,9 @@ func FuzzPageLink(f *testing.F) {
 			if b.c.checkPageLink(link) != nil {
 				continue
 			}
+			if seg, form, found := resDotSegment(link); found {
+				t.Fatalf("accepted %q: its path, read as %q, has the dot segment %q", link, form, seg)
+			}
 			full := b.c.baseURL + link
 			u, err := url.Parse(full)
 			if err != nil {
@@ -543,4 +582,64 @@ func FuzzPageLink(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Errors that wrap another error of the package say "management: " once:
+// the page of a listing that failed, and a refused ListOptions.NextPage.
+func TestListErrorsSayPrefixOnce(t *testing.T) {
+	c, mt := setup(t)
+	resPages(mt, map[string]httpmock.Responder{
+		resUsersPath:             resUsers(resUsersPath+"?page=2", "u-1"),
+		resUsersPath + "?page=2": jsonResponder(http.StatusBadRequest, map[string]any{"reason": ReasonRequestValidation, "error_message": "page is not valid"}),
+	})
+	_, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+	if len(errs) != 1 {
+		t.Fatalf("errors %v, want one", errs)
+	}
+	_, linkErr := c.Users.ListPage(t.Context(), &ListOptions{NextPage: "/../x?page=2"})
+	tests := []struct {
+		err  error
+		want string
+		is   []error
+	}{
+		{errs[0], "management: listing /users, page 2: GET /users: 400 COMMON.REQUEST_VALIDATION: page is not valid", []error{ErrValidation}},
+		{linkErr, `management: invalid argument: ListOptions.NextPage: invalid next_page link "/../x": holds a dot segment`, []error{ErrInvalidArgument, ErrInvalidPageLink}},
+	}
+	for _, tt := range tests {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("error %v, want %s", tt.err, tt.want)
+		}
+		for _, target := range tt.is {
+			if !errors.Is(tt.err, target) {
+				t.Errorf("error %v does not match %v", tt.err, target)
+			}
+		}
+	}
+}
+
+// resEscape is one valid percent-escape.
+var resEscape = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
+
+// resDotSegment is FuzzPageLink's oracle, written apart from the code it
+// checks: it looks for a segment that is "." or ".." once its ";" path
+// parameter is dropped, in the link's path as given and percent-decoded
+// again and again (valid escapes only) until nothing changes. Segments end
+// at "/" and at a backslash. It returns the segment and the form it was in.
+func resDotSegment(link string) (seg, form string, found bool) {
+	form, _, _ = strings.Cut(link, "?")
+	for {
+		for _, s := range strings.FieldsFunc(form, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if s, _, _ := strings.Cut(s, ";"); s == "." || s == ".." {
+				return s, form, true
+			}
+		}
+		next := resEscape.ReplaceAllStringFunc(form, func(esc string) string {
+			b, _ := hex.DecodeString(esc[1:])
+			return string(b)
+		})
+		if next == form {
+			return "", "", false
+		}
+		form = next
+	}
 }

@@ -114,7 +114,7 @@ func TestPrefetchErrorAfterEarlierItems(t *testing.T) {
 	if diff := cmp.Diff([]string{"a", "b"}, ids); diff != "" || len(errs) != 1 {
 		t.Fatalf("ids (-want +got):\n%s errors %v; want the page 2 error once, after a and b", diff, errs)
 	}
-	if got := errs[0].Error(); got != "management: listing /users, page 2: management: GET /users: 500 COMMON.INTERNAL: boom" {
+	if got := errs[0].Error(); got != "management: listing /users, page 2: GET /users: 500 COMMON.INTERNAL: boom" {
 		t.Errorf("error = %q", got)
 	}
 }

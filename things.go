@@ -1,15 +1,17 @@
 package management
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
 	"strconv"
 )
 
-var errUnsetPlacement = fmt.Errorf("%w: Unset is only valid as a top-level ThingUpdate.CustomSettings value", ErrInvalidArgument)
+var errUnsetPlacement = errorf("%w: Unset is only valid as a top-level ThingUpdate.CustomSettings value", ErrInvalidArgument)
 
 // Thing is a connected device as listed (the spec's Thing list item).
 type Thing struct {
@@ -52,6 +54,9 @@ type AssociatedUser struct {
 // a new one added). CustomSettings are merged by key: a key's value is
 // replaced or added, keys not mentioned stay, and the value Unset removes the
 // key. The service merges top-level keys only, so Unset is refused deeper.
+// A string equal to the client's unset marker (Config.UnsetMarker) is
+// refused as a value, at the top level or nested: the service would remove
+// the key, and only Unset says that.
 type ThingUpdate struct {
 	Name            *string
 	FirmwareVersion *string
@@ -94,6 +99,30 @@ type thingsPage struct {
 
 func (p *thingsPage) contents() ([]Thing, *string) { return p.Things, p.NextPage }
 
+// validate refuses a page that lists nothing: no "things" array (absent or
+// null, as in null or an error body sent with 200), or a Thing without a
+// physical id. An empty array is a page, the last one.
+func (p *thingsPage) validate() error {
+	if p.Things == nil {
+		return errors.New(`no "things" array`)
+	}
+	for i := range p.Things {
+		if p.Things[i].PhysicalID == "" {
+			return fmt.Errorf("things[%d] has no physical_id", i)
+		}
+	}
+	return nil
+}
+
+// validate refuses a body that is not a Thing: without a physical id, as
+// null or an error body sent with 200 are.
+func (t *ThingDetails) validate() error {
+	if t.PhysicalID == "" {
+		return errors.New("no Thing physical_id")
+	}
+	return nil
+}
+
 func (s *ThingsService) list() list[thingsPage, Thing] {
 	return list[thingsPage, Thing]{client: s.client, path: "/things", contents: (*thingsPage).contents}
 }
@@ -125,7 +154,8 @@ func (s *ThingsService) ListPage(ctx context.Context, opts *ListOptions) (*Page[
 
 // Get returns the Thing with the given physical id, with its statuses,
 // custom settings and associated Users. A Thing that does not exist yields
-// an error matching ErrNotFound.
+// an error matching ErrNotFound; a 2xx answer that is not a Thing with a
+// physical id (null, an error body) yields a *DecodeError.
 //
 // API: GET /things/{thing_physical_id}
 func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetails, error) {
@@ -142,8 +172,9 @@ func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetai
 
 // Update applies u to the Thing with the given physical id and returns the
 // updated Thing. Only the fields set in u are sent; an update with no field
-// set, or with Unset anywhere but as a top-level CustomSettings value, fails
-// with ErrInvalidArgument before anything is sent. u is not modified.
+// set, with Unset anywhere but as a top-level CustomSettings value, or with
+// the unset marker string as a CustomSettings value, fails with
+// ErrInvalidArgument before anything is sent. u is not modified.
 //
 // API: PATCH /things/{thing_physical_id}
 func (s *ThingsService) Update(ctx context.Context, physicalID string, u ThingUpdate) (*ThingDetails, error) {
@@ -175,7 +206,7 @@ type thingUpdateBody struct {
 // replaced by marker.
 func (u ThingUpdate) encode(marker string) ([]byte, error) {
 	if u.Name == nil && u.FirmwareVersion == nil && u.LastSeen == nil && len(u.Statuses) == 0 && len(u.CustomSettings) == 0 {
-		return nil, fmt.Errorf("%w: ThingUpdate has no field set", ErrInvalidArgument)
+		return nil, errorf("%w: ThingUpdate has no field set", ErrInvalidArgument)
 	}
 	settings, err := wireCustomSettings(u.CustomSettings, marker)
 	if err != nil {
@@ -189,14 +220,18 @@ func (u ThingUpdate) encode(marker string) ([]byte, error) {
 		CustomSettings:  settings,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: ThingUpdate cannot be encoded as JSON: %w", ErrInvalidArgument, err)
+		return nil, errorf("%w: ThingUpdate cannot be encoded as JSON: %w", ErrInvalidArgument, err)
 	}
 	return body, nil
 }
 
-// wireCustomSettings returns a copy of settings (the caller's map is left
-// alone) with each top-level Unset replaced by marker. The service removes
-// top-level keys only, so an Unset found deeper is refused.
+// wireCustomSettings returns the custom settings to send, with each
+// top-level Unset replaced by marker and every other value encoded here;
+// the caller's map is left alone. A value that would reach the service as
+// the marker string itself, at the top level or nested, is refused: only
+// Unset removes a key, so a setting that happens to equal the marker is
+// never deleted by surprise. The service removes top-level keys only, so an
+// Unset found deeper is refused too.
 func wireCustomSettings(settings map[string]any, marker string) (map[string]any, error) {
 	if len(settings) == 0 {
 		return nil, nil
@@ -207,12 +242,82 @@ func wireCustomSettings(settings map[string]any, marker string) (map[string]any,
 			out[k] = marker
 			continue
 		}
-		if where, found := findUnset(v); found {
-			return nil, fmt.Errorf("%w, found at CustomSettings[%q]%s", errUnsetPlacement, k, where)
+		raw, err := wireSetting(k, v, marker)
+		if err != nil {
+			return nil, err
 		}
-		out[k] = v
+		out[k] = raw
 	}
 	return out, nil
+}
+
+// wireSetting encodes the value v of the custom settings key k, refusing
+// an Unset or the marker string inside it. Its errors name where the
+// problem is, not the settings' values.
+func wireSetting(k string, v any, marker string) (json.RawMessage, error) {
+	if where, found := findUnset(v); found {
+		return nil, errorf("%w, found at %s", errUnsetPlacement, settingPath(k, where))
+	}
+	raw, err := json.Marshal(v)
+	switch {
+	case errors.Is(err, errUnsetPlacement): // in a container findUnset does not open
+		return nil, errorf("%w, found inside %s", errUnsetPlacement, settingPath(k, ""))
+	case err != nil:
+		return nil, errorf("%w: %s cannot be encoded as JSON: %w", ErrInvalidArgument, settingPath(k, ""), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // any number json.Marshal wrote, 1e400 included
+	where, found, err := findMarker(dec, marker)
+	switch {
+	case err != nil:
+		return nil, errorf("%w: %s cannot be checked for the unset marker: %w", ErrInvalidArgument, settingPath(k, ""), err)
+	case found:
+		return nil, errorf("%w: %s is the unset marker string (Config.UnsetMarker); only management.Unset removes a key", ErrInvalidArgument, settingPath(k, where))
+	}
+	return raw, nil
+}
+
+// settingPath names a place in ThingUpdate.CustomSettings: the key k, then
+// the index expressions where. Keys are quoted and cut short.
+func settingPath(k, where string) string {
+	return "CustomSettings[" + quoteKey(k) + "]" + where
+}
+
+func quoteKey(k string) string { return fmt.Sprintf("%.64q", k) }
+
+// findMarker reads one JSON value from dec and reports whether a string in
+// it equals marker, and where, as index expressions. Object keys are names,
+// not values, and are not checked.
+func findMarker(dec *json.Decoder, marker string) (string, bool, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return "", false, err
+			}
+			k, _ := key.(string)
+			if where, found, err := findMarker(dec, marker); err != nil || found {
+				return "[" + quoteKey(k) + "]" + where, found, err
+			}
+		}
+		_, err = dec.Token() // '}'
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if where, found, err := findMarker(dec, marker); err != nil || found {
+				return "[" + strconv.Itoa(i) + "]" + where, found, err
+			}
+		}
+		_, err = dec.Token() // ']'
+	default:
+		s, ok := tok.(string)
+		return "", ok && s == marker, nil
+	}
+	return "", false, err
 }
 
 // findUnset looks for Unset inside the JSON containers of v and returns
@@ -225,7 +330,7 @@ func findUnset(v any) (string, bool) {
 	case map[string]any:
 		for k, e := range v {
 			if where, found := findUnset(e); found {
-				return "[" + strconv.Quote(k) + "]" + where, true
+				return "[" + quoteKey(k) + "]" + where, true
 			}
 		}
 	case []any:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,12 +239,105 @@ func TestThingsUpdateRefusesBadInput(t *testing.T) {
 	}
 }
 
-// A nested Unset is named where it was found.
+// A nested Unset is named where it was found, or by its key when it is in
+// a container of another type; the prefix is said once.
 func TestThingsUpdateNamesNestedUnset(t *testing.T) {
-	c, _ := newMockClient(t, Config{})
-	_, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{"a": []any{0, map[string]any{"b": Unset}}}})
-	const want = `management: invalid argument: Unset is only valid as a top-level ThingUpdate.CustomSettings value, found at CustomSettings["a"][1]["b"]`
-	if err == nil || err.Error() != want {
-		t.Errorf("error %v, want %s", err, want)
+	tests := []struct {
+		value any
+		want  string
+	}{
+		{[]any{0, map[string]any{"b": Unset}}, `found at CustomSettings["a"][1]["b"]`},
+		{map[string]unset{"b": Unset}, `found inside CustomSettings["a"]`},
+		{Ptr(Unset), `found inside CustomSettings["a"]`},
+	}
+	for _, tt := range tests {
+		c, _ := newMockClient(t, Config{})
+		_, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{"a": tt.value}})
+		want := "management: invalid argument: Unset is only valid as a top-level ThingUpdate.CustomSettings value, " + tt.want
+		if err == nil || err.Error() != want {
+			t.Errorf("error %v, want %s", err, want)
+		}
+	}
+}
+
+// A CustomSettings value that is the unset marker string, at the top level
+// or nested in any container, is refused before anything is sent: only
+// Unset removes a key. The error names where the marker is, and nothing of
+// the other settings.
+func TestThingsUpdateRefusesUnsetMarkerString(t *testing.T) {
+	type named struct {
+		Color string `json:"color"`
+	}
+	tests := []struct {
+		name     string
+		marker   string // Config.UnsetMarker
+		settings map[string]any
+		where    string
+	}{
+		{"top level", "", map[string]any{"gone": "$ServiceUnset$"}, `CustomSettings["gone"]`},
+		{"in a map", "", map[string]any{"a": map[string]any{"b": "$ServiceUnset$"}}, `CustomSettings["a"]["b"]`},
+		{"in a slice", "", map[string]any{"a": []any{1, "x", "$ServiceUnset$"}}, `CustomSettings["a"][2]`},
+		{"deep down", "", map[string]any{"a": []any{map[string]any{"b": []any{[]any{map[string]any{"c": "$ServiceUnset$"}}}}}},
+			`CustomSettings["a"][0]["b"][0][0]["c"]`},
+		{"in a typed slice", "", map[string]any{"a": []string{"x", "$ServiceUnset$"}}, `CustomSettings["a"][1]`},
+		{"in a typed map", "", map[string]any{"a": map[string]string{"b": "$ServiceUnset$"}}, `CustomSettings["a"]["b"]`},
+		{"in a struct", "", map[string]any{"a": named{Color: "$ServiceUnset$"}}, `CustomSettings["a"]["color"]`},
+		{"behind a pointer", "", map[string]any{"a": Ptr("$ServiceUnset$")}, `CustomSettings["a"]`},
+		{"raw JSON", "", map[string]any{"a": json.RawMessage(`{"b": "\u0024ServiceUnset$"}`)}, `CustomSettings["a"]["b"]`},
+		{"configured marker", "__gone__", map[string]any{"keep": "$ServiceUnset$", "a": []any{"__gone__"}}, `CustomSettings["a"][0]`},
+		{"beside other settings", "", map[string]any{"pin": "hunter2", "n": 1, "gone": "$ServiceUnset$"}, `CustomSettings["gone"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mt := setup(t, Config{UnsetMarker: tt.marker})
+			got, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{Name: Ptr("n"), CustomSettings: tt.settings})
+			if !errors.Is(err, ErrInvalidArgument) || got != nil {
+				t.Fatalf("Update = %v, %v; want nil, ErrInvalidArgument", got, err)
+			}
+			want := "management: invalid argument: " + tt.where + " is the unset marker string (Config.UnsetMarker); only management.Unset removes a key"
+			if err.Error() != want {
+				t.Errorf("error %q, want %q", err, want)
+			}
+			resNoRequest(t, mt)
+		})
+	}
+}
+
+// The marker is refused as a value only: as a key, inside a longer string,
+// or another client's marker, it is sent as it stands; Unset is still sent
+// as the marker.
+func TestThingsUpdateSendsMarkerLookalikes(t *testing.T) {
+	c, mt := setup(t, Config{UnsetMarker: "__gone__"})
+	mt.RegisterResponder(http.MethodPatch, mockPrefix+"/things/p-1", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "PATCH")
+		testHeader(t, r, "Authorization", "Bearer "+mockToken)
+		testBody(t, r, `{"custom_settings":{"__gone__":1,"default":"$ServiceUnset$","gone":"__gone__","longer":"x__gone__","nested":{"__gone__":["__gone__x"]}}}`)
+		return resRaw(http.StatusOK, resSample(t, "thing_details.json"))(r)
+	})
+	got, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{
+		"__gone__": 1,
+		"default":  "$ServiceUnset$",
+		"gone":     Unset,
+		"longer":   "x__gone__",
+		"nested":   map[string]any{"__gone__": []string{"__gone__x"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(resThingDetailsWant(t), got); diff != "" {
+		t.Errorf("updated Thing (-want +got):\n%s", diff)
+	}
+	if n := mt.GetTotalCallCount(); n != 2 {
+		t.Errorf("%d requests, want the token's and the update", n)
+	}
+}
+
+// Errors about a custom setting name its key cut short, not the whole key.
+func TestThingsUpdateErrorCutsLongKeys(t *testing.T) {
+	c, _ := setup(t)
+	key := strings.Repeat("k", 64) + "-rest-of-a-very-long-key"
+	_, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{key: "$ServiceUnset$"}})
+	if err == nil || strings.Contains(err.Error(), "rest-of") || !strings.Contains(err.Error(), `["`+strings.Repeat("k", 64)+`"]`) {
+		t.Errorf("error %v, want the key's first 64 characters only", err)
 	}
 }

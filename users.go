@@ -2,6 +2,7 @@ package management
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -90,6 +91,30 @@ type usersPage struct {
 
 func (p *usersPage) contents() ([]User, *string) { return p.Users, p.NextPage }
 
+// validate refuses a page that lists nothing: no "users" array (absent or
+// null, as in null or an error body sent with 200), or a User without an id.
+// An empty array is a page, the last one.
+func (p *usersPage) validate() error {
+	if p.Users == nil {
+		return errors.New(`no "users" array`)
+	}
+	for i := range p.Users {
+		if p.Users[i].ID == "" {
+			return fmt.Errorf("users[%d] has no id", i)
+		}
+	}
+	return nil
+}
+
+// validate refuses a body that is not a User: without an id, as null or an
+// error body sent with 200 are.
+func (u *UserDetails) validate() error {
+	if u.ID == "" {
+		return errors.New("no User id")
+	}
+	return nil
+}
+
 func (s *UsersService) list() list[usersPage, User] {
 	return list[usersPage, User]{client: s.client, path: "/users", contents: (*usersPage).contents}
 }
@@ -128,7 +153,8 @@ func (s *UsersService) ListPage(ctx context.Context, opts *ListOptions) (*Page[*
 
 // Get returns the User with id userID, with its consents, custom settings
 // and associated Things. A User that does not exist yields an error
-// matching ErrNotFound.
+// matching ErrNotFound; a 2xx answer that is not a User with an id (null,
+// an error body) yields a *DecodeError.
 //
 // API: GET /users/{user_id}
 func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, error) {
@@ -144,15 +170,31 @@ func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, er
 }
 
 // pathSegment escapes an identifier as one path segment, so that "/", "?",
-// "#", "%" and spaces reach the service as part of it. Empty identifiers,
-// and "." and "..", which a server would resolve as dot segments, are
-// refused.
+// "#", "%", ";" and spaces reach the service as part of it. Empty
+// identifiers are refused, and so are those a server could resolve as a dot
+// segment, and so climb out of the resource's path: ".", "..", "..;x" (a
+// servlet container drops the ";x" path parameter), and any identifier that
+// holds such a part between slashes or backslashes, as given or
+// percent-decoded, since some proxies decode %2F before they resolve dot
+// segments (see dotSegment and decodings).
 func pathSegment(name, id string) (string, error) {
-	switch id {
-	case "":
-		return "", fmt.Errorf("%w: %s is empty", ErrInvalidArgument, name)
-	case ".", "..":
-		return "", fmt.Errorf("%w: %s %q is not a valid identifier", ErrInvalidArgument, name, id)
+	if id == "" {
+		return "", errorf("%w: %s is empty", ErrInvalidArgument, name)
+	}
+	if dotIdentifier(id) {
+		return "", errorf("%w: %s %.80q could be resolved as a dot segment", ErrInvalidArgument, name, id)
 	}
 	return url.PathEscape(id), nil
+}
+
+// dotIdentifier reports whether a server could read a part of the path
+// segment that carries id as "." or "..". The server sees id once it has
+// decoded the segment, so id itself is the first form checked.
+func dotIdentifier(id string) bool {
+	for form := range decodings(id) {
+		if dotSegment(form) {
+			return true
+		}
+	}
+	return false
 }

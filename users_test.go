@@ -3,7 +3,10 @@ package management
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -213,5 +216,106 @@ func TestUsersGetNotFound(t *testing.T) {
 	got, err := c.Users.Get(t.Context(), "u-404")
 	if !errors.Is(err, ErrNotFound) || got != nil {
 		t.Errorf("Get = %v, %v; want nil, ErrNotFound", got, err)
+	}
+}
+
+// resDotIDs are identifiers a server could resolve as a dot segment: ".",
+// "..", with a ";" path parameter a servlet container drops, percent-
+// encoded (once or twice), or as a part between slashes or backslashes
+// (a proxy may decode %2F before it resolves dot segments).
+var resDotIDs = []string{
+	".", "..", "..;x", ".;x", "..;", ".;", "..;jsessionid=1",
+	"%2e%2e", "%2E.;x", "..%3bx", ".%3B", "%252e%252e", "%25252e",
+	"../admin", "a/../b", "a/.", `..\admin`, "a%2F..%2Fb", "x/..;y/z",
+}
+
+// Identifiers a server could resolve as a dot segment are refused by every
+// call that puts one in a path, before anything is sent (the token request
+// included), and the error names the argument.
+func TestIDsResolvingAsDotSegmentsAreRefused(t *testing.T) {
+	full := NewAssociation{PhysicalID: "p-1", Model: "m", FirmwareVersion: "1.0"}
+	calls := []struct {
+		name, arg string
+		run       func(c *Client, id string) (any, error)
+	}{
+		{"Users.Get", "userID", func(c *Client, id string) (any, error) { return c.Users.Get(t.Context(), id) }},
+		{"Things.Get", "physicalID", func(c *Client, id string) (any, error) { return c.Things.Get(t.Context(), id) }},
+		{"Things.Update", "physicalID", func(c *Client, id string) (any, error) {
+			return c.Things.Update(t.Context(), id, ThingUpdate{Name: Ptr("n")})
+		}},
+		{"Users.AssociateThing user", "userID", func(c *Client, id string) (any, error) {
+			th, _, err := c.Users.AssociateThing(t.Context(), id, full)
+			return th, err
+		}},
+		// The physical id travels in the body, but it is the Thing's path
+		// segment in every later call, which would refuse it.
+		{"Users.AssociateThing physical id", "NewAssociation.PhysicalID", func(c *Client, id string) (any, error) {
+			a := full
+			a.PhysicalID = id
+			th, _, err := c.Users.AssociateThing(t.Context(), "u-1", a)
+			return th, err
+		}},
+		{"Users.DisassociateThing user", "userID", func(c *Client, id string) (any, error) {
+			return nil, c.Users.DisassociateThing(t.Context(), id, "p-1")
+		}},
+		{"Users.DisassociateThing physical id", "physicalID", func(c *Client, id string) (any, error) {
+			return nil, c.Users.DisassociateThing(t.Context(), "u-1", id)
+		}},
+	}
+	for _, cl := range calls {
+		for _, id := range resDotIDs {
+			t.Run(cl.name+"/"+id, func(t *testing.T) {
+				c, mt := setup(t)
+				got, err := cl.run(c, id)
+				if !errors.Is(err, ErrInvalidArgument) {
+					t.Fatalf("error %v, want ErrInvalidArgument", err)
+				}
+				if got != nil && !reflect.ValueOf(got).IsNil() {
+					t.Errorf("result %v with an error", got)
+				}
+				want := fmt.Sprintf("management: invalid argument: %s %q could be resolved as a dot segment", cl.arg, id)
+				if err.Error() != want {
+					t.Errorf("error %q, want %q", err, want)
+				}
+				resNoRequest(t, mt)
+			})
+		}
+	}
+}
+
+// Identifiers that only look like dot segments are sent, escaped as one
+// path segment.
+func TestIDLookalikesAreSent(t *testing.T) {
+	tests := []struct{ id, path string }{
+		{"...", "/v2/api/management/service_connect/users/..."},
+		{"...;x", "/v2/api/management/service_connect/users/...%3Bx"},
+		{";..", "/v2/api/management/service_connect/users/%3B.."},
+		{"a;../b", "/v2/api/management/service_connect/users/a%3B..%2Fb"},
+		{".a;.", "/v2/api/management/service_connect/users/.a%3B."},
+		{"%2e%2e%2e", "/v2/api/management/service_connect/users/%252e%252e%252e"},
+		{"..%zz", "/v2/api/management/service_connect/users/..%25zz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodGet, "=~^"+regexp.QuoteMeta(mockPrefix+"/users/"), func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
+				testHeader(t, r, "Authorization", "Bearer "+mockToken)
+				if got := r.URL.EscapedPath(); got != tt.path {
+					t.Errorf("path %q, want %q", got, tt.path)
+				}
+				return resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json"))(r)
+			})
+			u, err := c.Users.Get(t.Context(), tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.ID != "u-anon" {
+				t.Errorf("User %q, want the sample's u-anon", u.ID)
+			}
+			if n := mt.GetTotalCallCount(); n != 2 {
+				t.Errorf("%d requests, want the token's and the User's", n)
+			}
+		})
 	}
 }
