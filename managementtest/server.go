@@ -43,6 +43,8 @@ type Server struct {
 	opts          options
 	escapedPrefix string // opts.pathPrefix as it appears in a request's escaped path
 	handler       http.Handler
+	mux           *http.ServeMux   // the routes, below the prefix
+	methods       []string         // the methods of the routes, sorted
 	srv           *httptest.Server // nil for an in-memory server
 
 	closeOnce sync.Once
@@ -107,6 +109,7 @@ func newServer(opts []Option) *Server {
 		snapshots:     make(map[string]*snapshot),
 		requests:      make(map[Route]int),
 	}
+	s.mux, s.methods = newMux(s.serveRoute)
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s
 }
