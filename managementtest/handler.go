@@ -72,7 +72,8 @@ func (s *Server) refuse(w http.ResponseWriter, in *http.Request, escapedPath str
 // faults, checks the management token and dispatches.
 func (s *Server) serveRoute(route Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.applyFaults(w, r, route) {
+		values := pathValues(r, route)
+		if s.applyFaults(w, r, route, values) {
 			return
 		}
 		if route == RouteToken {

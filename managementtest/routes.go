@@ -9,7 +9,8 @@ import (
 
 // A Route names one endpoint of the API, as "<METHOD> <path below the
 // prefix>" with the spec's parameter names. Requests counts requests per
-// Route, and FailNext and DelayNext inject faults per Route.
+// Route, and FailNext, FailNextWith, FailNextFor and DelayNext inject
+// faults per Route.
 //
 // A Route is also the net/http.ServeMux pattern the fake routes with.
 type Route string
@@ -51,6 +52,30 @@ func knownRoute(r Route, caller string) {
 func (r Route) method() string {
 	m, _, _ := strings.Cut(string(r), " ")
 	return m
+}
+
+// params returns the names of r's path values, in order.
+func (r Route) params() []string {
+	var names []string
+	for _, seg := range strings.Split(string(r), "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			names = append(names, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return names
+}
+
+// pathValues returns the path values of a request the mux routed to route.
+func pathValues(r *http.Request, route Route) map[string]string {
+	names := route.params()
+	if len(names) == 0 {
+		return nil
+	}
+	values := make(map[string]string, len(names))
+	for _, name := range names {
+		values[name] = r.PathValue(name)
+	}
+	return values
 }
 
 // newMux routes every Route to serve(route), and returns the methods the
