@@ -147,9 +147,16 @@ func ExampleServer_FailNextWith_redirect() {
 	})
 
 	u, err := srv.Client().Users.Get(context.Background(), "u-1")
-	fmt.Println(u.ID, err, srv.Requests(managementtest.RouteGetUser), "requests")
+	fmt.Println(u.ID, err)
+	for _, r := range srv.Log() {
+		if r.Route == managementtest.RouteGetUser {
+			fmt.Println(r.Method, r.PathValues["user_id"])
+		}
+	}
 	// Output:
-	// u-2 <nil> 2 requests
+	// u-2 <nil>
+	// GET u-1
+	// GET u-2
 }
 
 // Answers cut off: a connection closed before any answer, which the
@@ -195,4 +202,38 @@ func ExampleServer_FailNextFor() {
 	// Output:
 	// th-2 false
 	// th-1 true
+}
+
+// The requests the code under test sent, decoded, without credentials.
+func ExampleServer_Log() {
+	srv := managementtest.NewInMemoryServer()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	ctx := context.Background()
+	_, _ = srv.Client().Users.Get(ctx, "u-1")
+	_, _ = srv.Client().Authenticate(ctx, "Bearer "+srv.IssueEndUserToken("u-1"))
+
+	for _, r := range srv.Log() {
+		fmt.Println(r.Route, r.PathValues, r.Header.Get("Authorization"), r.Body)
+	}
+	// Output:
+	// POST /auth/token map[] Basic REDACTED map[grant_type:client_credentials]
+	// GET /users/{user_id} map[user_id:u-1] Bearer REDACTED <nil>
+	// POST /authenticate map[] Bearer REDACTED map[access_token:Bearer REDACTED]
+}
+
+// One server for several tests, emptied between them.
+func ExampleServer_Reset() {
+	srv := managementtest.NewInMemoryServer()
+	ctx := context.Background()
+
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	_, err := srv.Client().Users.Get(ctx, "u-1")
+	fmt.Println(err)
+
+	srv.Reset()
+	_, err = srv.Client().Users.Get(ctx, "u-1")
+	fmt.Println(errors.Is(err, management.ErrNotFound))
+	// Output:
+	// <nil>
+	// true
 }

@@ -149,12 +149,11 @@ func (s *Server) Requests(route Route) int {
 	return s.requests[route]
 }
 
-// applyFaults counts a request to route with the given path values and
-// applies its pending faults. It reports whether the request was answered
-// (or abandoned) here.
+// applyFaults applies the pending faults of a request to route with the
+// given path values. It reports whether the request was answered (or
+// abandoned) here.
 func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, route Route, values map[string]string) bool {
 	s.mu.Lock()
-	s.requests[route]++
 	d := take(s.faults.delay, route, values)
 	s.mu.Unlock()
 	if d != nil && !s.wait(r, d.delay) {

@@ -37,23 +37,26 @@ func (s *Server) encodeLocked(f func() answer) (int, []byte) {
 	return a.status, encode(a.body)
 }
 
-// serveHTTP is the whole fake: it strips the path prefix and lets the mux
-// route the request. It answers the requests the mux would answer in plain
-// text (404, 405) or redirect (unclean paths) itself, in the API's error
-// shape.
+// serveHTTP is the whole fake: it logs the request, strips the path
+// prefix and lets the mux route the request. It answers the requests the
+// mux would answer in plain text (404, 405) or redirect (unclean paths)
+// itself, in the API's error shape.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	e, body := receive(r)
 	in, ok := s.below(r)
 	if !ok {
+		s.record(e, "", nil)
 		writeError(w, http.StatusNotFound, reasonNoRoute, "no endpoint at "+r.URL.EscapedPath())
 		return
 	}
 	// A match counts only for the pattern's own method: ServeMux routes
 	// HEAD to GET patterns.
 	if _, pattern := s.mux.Handler(in); !strings.HasPrefix(pattern, r.Method+" ") {
+		s.record(e, "", nil)
 		s.refuse(w, in, r.URL.EscapedPath())
 		return
 	}
-	s.mux.ServeHTTP(w, in)
+	s.mux.ServeHTTP(w, withEntry(in, e, body))
 }
 
 // refuse answers a request that matched no route: 405 with an Allow
@@ -68,11 +71,12 @@ func (s *Server) refuse(w http.ResponseWriter, in *http.Request, escapedPath str
 	writeError(w, http.StatusMethodNotAllowed, reasonNoSuchMethod, "method "+in.Method+" is not allowed at "+escapedPath)
 }
 
-// serveRoute serves one route: it counts the request, applies injected
-// faults, checks the management token and dispatches.
+// serveRoute serves one route: it logs and counts the request, applies
+// injected faults, checks the management token and dispatches.
 func (s *Server) serveRoute(route Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		values := pathValues(r, route)
+		s.record(r.Context().Value(entryKey{}).(*Request), route, values)
 		if s.applyFaults(w, r, route, values) {
 			return
 		}

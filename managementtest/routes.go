@@ -9,8 +9,8 @@ import (
 
 // A Route names one endpoint of the API, as "<METHOD> <path below the
 // prefix>" with the spec's parameter names. Requests counts requests per
-// Route, and FailNext, FailNextWith, FailNextFor and DelayNext inject
-// faults per Route.
+// Route, FailNext, FailNextWith, FailNextFor and DelayNext inject faults
+// per Route, and Log tells which Route each request reached.
 //
 // A Route is also the net/http.ServeMux pattern the fake routes with.
 type Route string
