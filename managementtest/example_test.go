@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"time"
 
 	"github.com/serviceconnect/management"
@@ -108,4 +110,130 @@ func ExampleWithPageSize() {
 	fmt.Println("in", srv.Requests(managementtest.RouteListThings), "pages")
 	// Output:
 	// a b c in 2 pages
+}
+
+// Any answer, for tests of code that must survive a misbehaving service or
+// proxy: here an HTML page on a 403.
+func ExampleServer_FailNextWith() {
+	srv := managementtest.NewInMemoryServer()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{
+		Status: http.StatusForbidden,
+		Header: http.Header{"Content-Type": {"text/html"}},
+		Body:   "<html><h1>Forbidden</h1></html>",
+	})
+
+	ctx := context.Background()
+	_, err := srv.Client().Users.Get(ctx, "u-1")
+	var apiErr *management.APIError
+	if errors.As(err, &apiErr) {
+		fmt.Printf("%d %q %s\n", apiErr.StatusCode, apiErr.Reason, apiErr.Body)
+	}
+	u, err := srv.Client().Users.Get(ctx, "u-1") // the fault was for one request
+	fmt.Println(u.ID, err)
+	// Output:
+	// 403 "" <html><h1>Forbidden</h1></html>
+	// u-1 <nil>
+}
+
+// A redirect is a 3xx with a Location; the client follows it.
+func ExampleServer_FailNextWith_redirect() {
+	srv := managementtest.NewInMemoryServer()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-2"}})
+	srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{
+		Status: http.StatusTemporaryRedirect,
+		Header: http.Header{"Location": {srv.URL + managementtest.DefaultPathPrefix + "/users/u-2"}},
+	})
+
+	u, err := srv.Client().Users.Get(context.Background(), "u-1")
+	fmt.Println(u.ID, err)
+	for _, r := range srv.Log() {
+		if r.Route == managementtest.RouteGetUser {
+			fmt.Println(r.Method, r.PathValues["user_id"])
+		}
+	}
+	// Output:
+	// u-2 <nil>
+	// GET u-1
+	// GET u-2
+}
+
+// Answers cut off: a connection closed before any answer, which the
+// client retries, and a body cut midway, which it cannot read.
+func ExampleResponse() {
+	srv := managementtest.NewInMemoryServer()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	ctx := context.Background()
+
+	srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{Cut: true})
+	u, err := srv.Client().Users.Get(ctx, "u-1")
+	fmt.Println(u.ID, err, srv.Requests(managementtest.RouteGetUser), "requests")
+
+	srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{
+		Status:   http.StatusOK,
+		Header:   http.Header{"Content-Type": {"application/json"}},
+		Body:     `{"id":"u-1","email":null}`,
+		Cut:      true,
+		CutAfter: 8, // {"id":"u
+	})
+	_, err = srv.Client().Users.Get(ctx, "u-1")
+	fmt.Println(errors.Is(err, io.ErrUnexpectedEOF))
+	// Output:
+	// u-1 <nil> 2 requests
+	// true
+}
+
+// A fault for one id only: Thing th-1 is gone, th-2 answers.
+func ExampleServer_FailNextFor() {
+	srv := managementtest.NewInMemoryServer()
+	srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "th-1"}})
+	srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "th-2"}})
+	srv.FailNextFor(managementtest.RouteGetThing, "th-1", 1, managementtest.Response{
+		Status: http.StatusNotFound,
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   `{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"Thing th-1 was not found"}`,
+	})
+
+	for _, id := range []string{"th-2", "th-1"} {
+		_, err := srv.Client().Things.Get(context.Background(), id)
+		fmt.Println(id, errors.Is(err, management.ErrNotFound))
+	}
+	// Output:
+	// th-2 false
+	// th-1 true
+}
+
+// The requests the code under test sent, decoded, without credentials.
+func ExampleServer_Log() {
+	srv := managementtest.NewInMemoryServer()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	ctx := context.Background()
+	_, _ = srv.Client().Users.Get(ctx, "u-1")
+	_, _ = srv.Client().Authenticate(ctx, "Bearer "+srv.IssueEndUserToken("u-1"))
+
+	for _, r := range srv.Log() {
+		fmt.Println(r.Route, r.PathValues, r.Header.Get("Authorization"), r.Body)
+	}
+	// Output:
+	// POST /auth/token map[] Basic REDACTED map[grant_type:client_credentials]
+	// GET /users/{user_id} map[user_id:u-1] Bearer REDACTED <nil>
+	// POST /authenticate map[] Bearer REDACTED map[access_token:Bearer REDACTED]
+}
+
+// One server for several tests, emptied between them.
+func ExampleServer_Reset() {
+	srv := managementtest.NewInMemoryServer()
+	ctx := context.Background()
+
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	_, err := srv.Client().Users.Get(ctx, "u-1")
+	fmt.Println(err)
+
+	srv.Reset()
+	_, err = srv.Client().Users.Get(ctx, "u-1")
+	fmt.Println(errors.Is(err, management.ErrNotFound))
+	// Output:
+	// <nil>
+	// true
 }

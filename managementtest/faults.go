@@ -3,6 +3,7 @@ package managementtest
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,16 +13,17 @@ import (
 // Fault injection, for tests of code that must survive a failing or slow
 // service. Faults are queued per Route and consumed one per request, in
 // the order they were added; each request of a route first takes its
-// pending delay (if any), then its pending failure (if any), before any
-// other check, the token's included. Requests counts every request that
-// reached a route, faulted or not.
+// pending delay (if any), then the first pending failure that applies to
+// it (if any), before any other check, the token's included. Requests
+// counts every request that reached a route, faulted or not.
 
-// fault is a pending failure or delay of the next n requests of a route.
+// fault is a pending failure or delay of the next n requests of a route
+// (of those with the path value id, when id is set).
 type fault struct {
-	n          int
-	status     int
-	retryAfter time.Duration
-	delay      time.Duration
+	n     int
+	id    string
+	resp  Response
+	delay time.Duration
 }
 
 // faults are the pending faults per route. The Server's mutex guards them.
@@ -30,17 +32,36 @@ type faults struct {
 	delay map[Route][]*fault
 }
 
-// take consumes one request's worth of the first pending fault of route.
-func take(q map[Route][]*fault, route Route) *fault {
+// take consumes one request's worth of the first pending fault of route
+// that applies to a request with the given path values.
+func take(q map[Route][]*fault, route Route, values map[string]string) *fault {
 	pending := q[route]
-	if len(pending) == 0 {
+	i := slices.IndexFunc(pending, func(f *fault) bool { return f.id == "" || hasValue(values, f.id) })
+	if i < 0 {
 		return nil
 	}
-	f := pending[0]
+	f := pending[i]
 	if f.n--; f.n == 0 {
-		q[route] = pending[1:]
+		q[route] = slices.Delete(pending, i, i+1)
 	}
 	return f
+}
+
+func hasValue(values map[string]string, v string) bool {
+	for _, x := range values {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// add queues f for route. s.mu must be held.
+func add(q *map[Route][]*fault, route Route, f *fault) {
+	if *q == nil {
+		*q = make(map[Route][]*fault)
+	}
+	(*q)[route] = append((*q)[route], f)
 }
 
 // FailNext makes the next n requests of route fail with status (400 to
@@ -51,7 +72,8 @@ func take(q map[Route][]*fault, route Route) *fault {
 // temporarily_unavailable otherwise), else
 // {reason, error_message} with the spec's reason for 400, 401 (with an
 // empty message, as for an expired token) and 404, and
-// "MANAGEMENTTEST.INJECTED_FAULT" for other statuses.
+// "MANAGEMENTTEST.INJECTED_FAULT" for other statuses. For any other
+// answer, use FailNextWith.
 //
 // FailNext panics on an unknown route, n < 1, a status outside 400 to 599
 // or a negative retryAfter.
@@ -60,12 +82,40 @@ func (s *Server) FailNext(route Route, n, status int, retryAfter time.Duration) 
 	if n < 1 || status < 400 || status > 599 || retryAfter < 0 {
 		panic(fmt.Sprintf("managementtest: FailNext(%s, %d, %d, %v): want n >= 1, a status from 400 to 599 and retryAfter >= 0", route, n, status, retryAfter))
 	}
+	s.FailNextWith(route, n, injected(route, status, retryAfter))
+}
+
+// FailNextWith makes the next n requests of route get exactly r: any
+// status, headers and body, or an answer cut off (see Response). It
+// panics on an unknown route, n < 1 or a Response that cannot be sent
+// (see Response). The server keeps its own copy of r.
+func (s *Server) FailNextWith(route Route, n int, r Response) {
+	knownRoute(route, "FailNextWith")
+	s.addFailure(route, "", n, r, "FailNextWith")
+}
+
+// FailNextFor is FailNextWith for the requests of route with id among
+// their path values only: FailNextFor(RouteGetThing, "th-1", 1, r) fails
+// the next read of Thing th-1 and lets reads of other Things through
+// (for RouteDisassociate, id is the User's or the Thing's). It panics on
+// an unknown route, a route without path values, an empty id, n < 1 or a
+// Response that cannot be sent.
+func (s *Server) FailNextFor(route Route, id string, n int, r Response) {
+	knownRoute(route, "FailNextFor")
+	if len(route.params()) == 0 || id == "" {
+		panic(fmt.Sprintf("managementtest: FailNextFor(%s, %q): want a route with path values and a non-empty id", route, id))
+	}
+	s.addFailure(route, id, n, r, "FailNextFor")
+}
+
+func (s *Server) addFailure(route Route, id string, n int, r Response, caller string) {
+	if n < 1 {
+		panic(fmt.Sprintf("managementtest: %s(%s, %d): want n >= 1", caller, route, n))
+	}
+	r.check(caller)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.faults.fail == nil {
-		s.faults.fail = make(map[Route][]*fault)
-	}
-	s.faults.fail[route] = append(s.faults.fail[route], &fault{n: n, status: status, retryAfter: retryAfter})
+	add(&s.faults.fail, route, &fault{n: n, id: id, resp: r.clone()})
 }
 
 // DelayNext makes the next n requests of route wait d before they are
@@ -80,10 +130,7 @@ func (s *Server) DelayNext(route Route, n int, d time.Duration) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.faults.delay == nil {
-		s.faults.delay = make(map[Route][]*fault)
-	}
-	s.faults.delay[route] = append(s.faults.delay[route], &fault{n: n, delay: d})
+	add(&s.faults.delay, route, &fault{n: n, delay: d})
 }
 
 // ClearFaults drops every pending failure and delay.
@@ -102,32 +149,23 @@ func (s *Server) Requests(route Route) int {
 	return s.requests[route]
 }
 
-// applyFaults counts the request and applies its pending faults. It
-// reports whether the request was answered (or abandoned) here.
-func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, route Route) bool {
+// applyFaults applies the pending faults of a request to route with the
+// given path values. It reports whether the request was answered (or
+// abandoned) here.
+func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, route Route, values map[string]string) bool {
 	s.mu.Lock()
-	s.requests[route]++
-	d := take(s.faults.delay, route)
+	d := take(s.faults.delay, route, values)
 	s.mu.Unlock()
 	if d != nil && !s.wait(r, d.delay) {
 		return true // the client left: there is no one to answer
 	}
 	s.mu.Lock()
-	f := take(s.faults.fail, route)
+	f := take(s.faults.fail, route, values)
 	s.mu.Unlock()
 	if f == nil {
 		return false
 	}
-	if f.retryAfter > 0 {
-		secs := (f.retryAfter + time.Second - 1) / time.Second
-		w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))
-	}
-	if route == RouteToken {
-		writeJSON(w, f.status, tokenError{Error: injectedTokenCode(f.status), ErrorDescription: "managementtest: injected failure"})
-		return true
-	}
-	reason, msg := injectedReason(f.status)
-	writeError(w, f.status, reason, msg)
+	f.resp.serve(w)
 	return true
 }
 
@@ -145,6 +183,21 @@ func (s *Server) wait(r *http.Request, d time.Duration) bool {
 	case <-s.closed: // nil, never ready, for an in-memory server
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// injected is the answer of FailNext.
+func injected(route Route, status int, retryAfter time.Duration) Response {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if retryAfter > 0 {
+		secs := (retryAfter + time.Second - 1) / time.Second
+		h.Set("Retry-After", strconv.FormatInt(int64(secs), 10))
+	}
+	var body any = tokenError{Error: injectedTokenCode(status), ErrorDescription: "managementtest: injected failure"}
+	if route != RouteToken {
+		reason, msg := injectedReason(status)
+		body = apiError{Reason: reason, ErrorMessage: msg}
+	}
+	return Response{Status: status, Header: h, Body: string(encode(body))}
 }
 
 func injectedReason(status int) (reason, message string) {

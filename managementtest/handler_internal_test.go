@@ -18,3 +18,15 @@ func TestLockedUnlocksOnPanic(t *testing.T) {
 	}
 	s.mu.Unlock()
 }
+
+// A request built by hand may have no body: the fake reads it as empty.
+func TestHandlerRequestWithoutBody(t *testing.T) {
+	s := NewInMemoryServer()
+	req := httptest.NewRequest("GET", DefaultPathPrefix+"/users", nil)
+	req.Body = nil
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 401 || len(s.Log()) != 1 || s.Log()[0].Body != nil {
+		t.Errorf("GET without a body: %d, log %+v", rec.Code, s.Log())
+	}
+}

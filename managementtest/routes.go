@@ -3,12 +3,16 @@ package managementtest
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
 // A Route names one endpoint of the API, as "<METHOD> <path below the
 // prefix>" with the spec's parameter names. Requests counts requests per
-// Route, and FailNext and DelayNext inject faults per Route.
+// Route, FailNext, FailNextWith, FailNextFor and DelayNext inject faults
+// per Route, and Log tells which Route each request reached.
+//
+// A Route is also the net/http.ServeMux pattern the fake routes with.
 type Route string
 
 // The endpoints of the API.
@@ -24,13 +28,11 @@ const (
 	RouteAuthenticate Route = "POST /authenticate"
 )
 
-// What match answers for a path that is no endpoint, and the reasons of
-// the fake's answers to such requests (the spec has none for them).
+// The reasons of the fake's answers to requests that reach no endpoint
+// (the spec has none for them).
 const (
-	routeNotFound      Route = ""
-	routeNoSuchMethod  Route = "405"
-	reasonNoRoute            = "MANAGEMENTTEST.NO_SUCH_ENDPOINT"
-	reasonNoSuchMethod       = "MANAGEMENTTEST.METHOD_NOT_ALLOWED"
+	reasonNoRoute      = "MANAGEMENTTEST.NO_SUCH_ENDPOINT"
+	reasonNoSuchMethod = "MANAGEMENTTEST.METHOD_NOT_ALLOWED"
 )
 
 var routes = []Route{
@@ -41,72 +43,102 @@ var routes = []Route{
 // knownRoute panics unless r is one of the Route constants, so that a
 // misspelt route in a test fails loudly instead of never matching.
 func knownRoute(r Route, caller string) {
-	for _, k := range routes {
-		if r == k {
-			return
-		}
+	if !slices.Contains(routes, r) {
+		panic("managementtest: " + caller + ": unknown route " + string(r) + "; use one of the Route constants")
 	}
-	panic("managementtest: " + caller + ": unknown route " + string(r) + "; use one of the Route constants")
 }
 
-// match finds the route of a path below the prefix (still escaped) and
-// returns its unescaped parameters. It returns routeNoSuchMethod when the
-// path exists for another method, routeNotFound when it does not exist.
-func match(method, escapedPath string) (Route, []string) {
-	segs, ok := segments(escapedPath)
-	if !ok {
-		return routeNotFound, nil
-	}
-	var route Route
-	switch {
-	case len(segs) == 2 && segs[0] == "auth" && segs[1] == "token":
-		route = RouteToken
-	case len(segs) == 1 && segs[0] == "authenticate":
-		route = RouteAuthenticate
-	case len(segs) == 1 && segs[0] == "users":
-		route = RouteListUsers
-	case len(segs) == 2 && segs[0] == "users":
-		route = RouteGetUser
-	case len(segs) == 3 && segs[0] == "users" && segs[2] == "associated_things":
-		route = RouteAssociate
-	case len(segs) == 4 && segs[0] == "users" && segs[2] == "associated_things":
-		route = RouteDisassociate
-	case len(segs) == 1 && segs[0] == "things":
-		route = RouteListThings
-	case len(segs) == 2 && segs[0] == "things" && method == http.MethodPatch:
-		route = RouteUpdateThing
-	case len(segs) == 2 && segs[0] == "things":
-		route = RouteGetThing
-	default:
-		return routeNotFound, nil
-	}
-	if m, _, _ := strings.Cut(string(route), " "); m != method {
-		return routeNoSuchMethod, nil
-	}
-	var params []string
-	for i, s := range segs {
-		if i%2 == 1 { // the odd segments are the identifiers
-			params = append(params, s)
-		}
-	}
-	return route, params
+// method returns the HTTP method of r.
+func (r Route) method() string {
+	m, _, _ := strings.Cut(string(r), " ")
+	return m
 }
 
-// segments splits an escaped path "/a/b%2Fc" into unescaped segments
-// ["a", "b/c"], so that an identifier may hold any character. Empty
-// segments are refused.
-func segments(escapedPath string) ([]string, bool) {
-	rest, ok := strings.CutPrefix(escapedPath, "/")
-	if !ok || rest == "" {
+// params returns the names of r's path values, in order.
+func (r Route) params() []string {
+	var names []string
+	for _, seg := range strings.Split(string(r), "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			names = append(names, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return names
+}
+
+// pathValues returns the path values of a request the mux routed to route.
+func pathValues(r *http.Request, route Route) map[string]string {
+	names := route.params()
+	if len(names) == 0 {
+		return nil
+	}
+	values := make(map[string]string, len(names))
+	for _, name := range names {
+		values[name] = r.PathValue(name)
+	}
+	return values
+}
+
+// newMux routes every Route to serve(route), and returns the methods the
+// routes use, sorted.
+func newMux(serve func(Route) http.Handler) (*http.ServeMux, []string) {
+	mux := http.NewServeMux()
+	var methods []string
+	for _, route := range routes {
+		mux.Handle(string(route), serve(route))
+		if !slices.Contains(methods, route.method()) {
+			methods = append(methods, route.method())
+		}
+	}
+	slices.Sort(methods)
+	return mux, methods
+}
+
+// below returns a shallow copy of r whose path is the part below the
+// prefix, or false when r's path is not below the prefix or holds an
+// empty segment. The copy's path is one ServeMux takes as it is: the mux
+// cleans paths and redirects to the clean one, where the fake answers
+// 404 to an empty segment and takes "." and ".." as identifiers (ids are
+// path-escaped, and escaping keeps dots). So dot segments are escaped,
+// which the mux unescapes into path values, as it does "%2F".
+func (s *Server) below(r *http.Request) (*http.Request, bool) {
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), s.escapedPrefix)
+	if !ok || !strings.HasPrefix(rest, "/") {
 		return nil, false
 	}
-	parts := strings.Split(rest, "/")
-	for i, p := range parts {
-		u, err := url.PathUnescape(p)
-		if err != nil || u == "" {
+	segs := strings.Split(rest[1:], "/")
+	for i, seg := range segs {
+		switch seg {
+		case "":
 			return nil, false
+		case ".", "..":
+			segs[i] = strings.ReplaceAll(seg, ".", "%2E")
 		}
-		parts[i] = u
 	}
-	return parts, true
+	escaped := "/" + strings.Join(segs, "/")
+	path, err := url.PathUnescape(escaped)
+	if err != nil {
+		return nil, false
+	}
+	in := new(http.Request)
+	*in = *r
+	in.URL = new(url.URL)
+	*in.URL = *r.URL
+	in.URL.Path, in.URL.RawPath = path, escaped
+	return in, true
+}
+
+// allowedMethods returns the methods that have an endpoint at the path of
+// in (a request from below), sorted; none when the path is no endpoint.
+// HEAD is not among them: ServeMux lets GET patterns take HEAD, the fake
+// does not, as the spec has no HEAD.
+func (s *Server) allowedMethods(in *http.Request) []string {
+	probe := *in
+	var allow []string
+	for _, m := range s.methods {
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }

@@ -43,6 +43,8 @@ type Server struct {
 	opts          options
 	escapedPrefix string // opts.pathPrefix as it appears in a request's escaped path
 	handler       http.Handler
+	mux           *http.ServeMux   // the routes, below the prefix
+	methods       []string         // the methods of the routes, sorted
 	srv           *httptest.Server // nil for an in-memory server
 
 	closeOnce sync.Once
@@ -61,6 +63,7 @@ type Server struct {
 	snapshotOrder []string             // ids of snapshots, oldest first
 	faults        faults
 	requests      map[Route]int
+	log           []*Request // at most maxLog, oldest first
 }
 
 // NewServer starts and returns a Server listening on a loopback address.
@@ -101,14 +104,34 @@ func newServer(opts []Option) *Server {
 		ClientSecret:  o.clientSecret,
 		opts:          o,
 		escapedPrefix: (&url.URL{Path: o.pathPrefix}).EscapedPath(),
-		store:         newStore(),
-		tokens:        make(map[string]time.Time),
-		endUsers:      make(map[string]string),
-		snapshots:     make(map[string]*snapshot),
-		requests:      make(map[Route]int),
 	}
+	s.reset()
+	s.mux, s.methods = newMux(s.serveRoute)
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s
+}
+
+// Reset empties the server as if it were new: Users, Things, management
+// and End User tokens, page links, pending faults, request counts and the
+// log. Its options and credentials stay, and so does Client: its cached
+// management token is refused once (401), and it fetches a new one, as
+// after ExpireTokens. Requests under way go on against the emptied server.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reset()
+}
+
+// reset empties the server's state. s.mu must be held (or s unshared).
+func (s *Server) reset() {
+	s.store = newStore()
+	s.tokens = make(map[string]time.Time)
+	s.endUsers = make(map[string]string)
+	s.snapshots = make(map[string]*snapshot)
+	s.snapshotOrder = nil
+	s.faults = faults{}
+	s.requests = make(map[Route]int)
+	s.log = nil
 }
 
 // Close shuts down a server started by NewServer and waits for its
@@ -180,4 +203,10 @@ func (s *Server) Client() *management.Client {
 // String describes s without its credentials.
 func (s *Server) String() string {
 	return fmt.Sprintf("managementtest.Server{URL:%q}", s.URL)
+}
+
+// GoString is String, so that %#v does not print the client secret and
+// the tokens a Server holds.
+func (s *Server) GoString() string {
+	return s.String()
 }

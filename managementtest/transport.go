@@ -1,6 +1,9 @@
 package managementtest
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 )
@@ -13,7 +16,11 @@ type memoryTransport struct {
 
 // RoundTrip hands req to the handler as a server would receive it, and
 // returns what the handler wrote. A request whose context ends while the
-// handler runs fails with the context's error, as over a network.
+// handler runs fails with the context's error, as over a network. A
+// handler that aborts (panics with http.ErrAbortHandler, as a cut Response
+// does) fails as a closed connection would: the request with an error
+// wrapping io.EOF when nothing was flushed, else the body with
+// io.ErrUnexpectedEOF after what was.
 func (t memoryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	in := req.Clone(ctx)
@@ -27,14 +34,45 @@ func (t memoryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	in.RemoteAddr = "127.0.0.1:0"
 
 	rec := httptest.NewRecorder()
-	t.handler.ServeHTTP(rec, in)
+	aborted := serve(t.handler, rec, in)
 	if req.Body != nil {
 		_ = req.Body.Close() // a RoundTripper must close the body, even on errors
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if aborted && !rec.Flushed {
+		return nil, fmt.Errorf("managementtest: the connection was closed without an answer: %w", io.EOF)
+	}
 	resp := rec.Result()
 	resp.Request = req
+	for k, v := range resp.Header {
+		if len(v) == 0 { // a server sends no header for a nil value
+			delete(resp.Header, k)
+		}
+	}
+	if aborted {
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(rec.Body.Bytes()), failingReader{io.ErrUnexpectedEOF}))
+	}
 	return resp, nil
 }
+
+// serve runs h, and reports whether it aborted with http.ErrAbortHandler.
+// Other panics go on, to the test that caused them.
+func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (aborted bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			aborted = true
+		}
+	}()
+	h.ServeHTTP(w, r)
+	return false
+}
+
+// failingReader fails every read with err.
+type failingReader struct{ err error }
+
+func (r failingReader) Read([]byte) (int, error) { return 0, r.err }
