@@ -136,27 +136,28 @@ func ExampleServer_FailNextWith() {
 	// u-1 <nil>
 }
 
-// A redirect is a 3xx with a Location; the client follows it.
+// A redirect is a 3xx with a Location. The SDK follows none: the answer
+// is an *APIError matching ErrMisconfigured, and the token never travels
+// to the Location.
 func ExampleServer_FailNextWith_redirect() {
 	srv := managementtest.NewInMemoryServer()
 	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
 	srv.AddUser(management.UserDetails{User: management.User{ID: "u-2"}})
 	srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{
 		Status: http.StatusTemporaryRedirect,
-		Header: http.Header{"Location": {srv.URL + managementtest.DefaultPathPrefix + "/users/u-2"}},
+		Header: http.Header{"Location": {srv.URL + managementtest.DefaultPathPrefix + "/users/u-2?sig=abc"}},
 	})
 
-	u, err := srv.Client().Users.Get(context.Background(), "u-1")
-	fmt.Println(u.ID, err)
+	_, err := srv.Client().Users.Get(context.Background(), "u-1")
+	fmt.Println(errors.Is(err, management.ErrMisconfigured))
 	for _, r := range srv.Log() {
 		if r.Route == managementtest.RouteGetUser {
 			fmt.Println(r.Method, r.PathValues["user_id"])
 		}
 	}
 	// Output:
-	// u-2 <nil>
+	// true
 	// GET u-1
-	// GET u-2
 }
 
 // Answers cut off: a connection closed before any answer, which the
