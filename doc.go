@@ -26,6 +26,13 @@
 // drops the token, fetches a new one and replays the request once. To manage
 // tokens yourself, set Config.TokenSource.
 //
+// A failing refresh does not fail calls while the current token is valid; it
+// is retried with a doubling wait from one second and logged once per run of
+// failures. A token that cannot be sent in a header, from the token endpoint
+// or from Config.TokenSource, is refused before any request carries it.
+// Config, Token and Client redact the secret and tokens under every fmt verb
+// and in slog and JSON.
+//
 // # Pagination
 //
 // List returns an iterator that follows next_page links until the last page:
@@ -57,6 +64,12 @@
 // sent: a bad one gives ErrInvalidArgument. No error text holds a token, the
 // client secret or a query string.
 //
+// Redirects are never followed: a 3xx is an *APIError matching
+// ErrMisconfigured, as is an answer of the token endpoint that is not the
+// token endpoint's (a 404 or an HTML page: check Config.BaseURL and
+// Config.PathPrefix). So credentials and request bodies go only to
+// Config.BaseURL, and no write is turned into another request.
+//
 // # Retries and logging
 //
 // Connection failures and 429, 500, 502, 503 and 504 answers are retried
@@ -74,6 +87,9 @@
 // # End User tokens
 //
 // Client.Authenticate asks the service whether an End User access token is
-// valid. Authenticator puts that check in front of net/http handlers, with a
-// bounded cache.
+// valid; errors it returns never quote the token. Authenticator puts that
+// check in front of net/http handlers, failing closed, with a bounded cache,
+// a bound on calls in flight (MaxConcurrentChecks, 64; beyond it 503 with
+// Retry-After: 1), a bound on each check's time (Timeout, 5 s), and Forget
+// for sign-out.
 package management
