@@ -36,7 +36,7 @@ func (s *UsersService) AssociateThing(ctx context.Context, userID string, a NewA
 		return nil, false, errorf("%w: NewAssociation cannot be encoded as JSON: %w", ErrInvalidArgument, err)
 	}
 	var t ThingDetails
-	status, err := s.client.do(ctx, &operation{method: http.MethodPost, path: "/users/" + id + "/associated_things", body: body}, &t)
+	status, err := s.client.do(ctx, s.client.newRequest(http.MethodPost, "/users/"+id+"/associated_things", "", body), &t)
 	if err != nil {
 		return nil, false, err
 	}
@@ -56,7 +56,7 @@ func (s *UsersService) DisassociateThing(ctx context.Context, userID, physicalID
 	if err != nil {
 		return err
 	}
-	_, err = s.client.do(ctx, &operation{method: http.MethodDelete, path: "/users/" + uid + "/associated_things/" + pid}, nil)
+	_, err = s.client.do(ctx, s.client.newRequest(http.MethodDelete, "/users/"+uid+"/associated_things/"+pid, "", nil), nil)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -158,18 +159,11 @@ type tokenCache struct {
 
 	mu        sync.Mutex
 	tok       *Token
-	refreshAt time.Time   // when tok is due for refresh
-	retryAt   time.Time   // after a failed refresh, the earliest next one while tok is valid
-	failures  int         // token requests failed in a row
-	warned    bool        // this run of failures has been logged
-	inflight  *tokenFetch // non-nil while a request is under way
-}
-
-// tokenFetch is one token request that any number of callers wait for.
-type tokenFetch struct {
-	done chan struct{} // closed when tok or err is set
-	tok  *Token
-	err  error
+	refreshAt time.Time       // when tok is due for refresh
+	retryAt   time.Time       // after a failed refresh, the earliest next one while tok is valid
+	failures  int             // token requests failed in a row
+	warned    bool            // this run of failures has been logged
+	inflight  *flight[*Token] // non-nil while a request is under way
 }
 
 func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCache {
@@ -205,29 +199,25 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	}
 	f := s.inflight
 	if f == nil {
-		f = &tokenFetch{done: make(chan struct{})}
+		f = startFlight(ctx, tokenFetchTimeout, s.fetch)
 		s.inflight = f
-		go s.fetch(context.WithoutCancel(ctx), f)
 	}
 	s.mu.Unlock()
 	if valid {
 		return cur, nil
 	}
-
-	select {
-	case <-f.done:
-	case <-ctx.Done():
+	tok, err := f.wait(ctx)
+	if err != nil && ctx.Err() != nil {
 		return nil, errorf("waiting for a token: %w", ctx.Err())
 	}
-	return f.tok, f.err
+	return tok, err
 }
 
-// fetch makes the token request of f, records its outcome and hands it to
-// the callers waiting for f. A run of failed refreshes is logged twice, at
-// its start (Warn) and at its end (Info), however long it lasts.
-func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
-	ctx, cancel := context.WithTimeout(ctx, tokenFetchTimeout)
-	defer cancel()
+// fetch makes the token request of the flight under way and records its
+// outcome before the callers waiting for it are woken. A run of failed
+// refreshes is logged twice, at its start (Warn) and at its end (Info),
+// however long it lasts.
+func (s *tokenCache) fetch(ctx context.Context) (*Token, error) {
 	tok, lifetime, err := s.client.requestToken(ctx, s.auth)
 
 	s.mu.Lock()
@@ -238,10 +228,8 @@ func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
 	} else {
 		started = s.failed(time.Now())
 	}
-	f.tok, f.err = tok, err
 	s.inflight = nil
 	s.mu.Unlock()
-	close(f.done)
 
 	log := s.client.logger
 	switch {
@@ -252,6 +240,7 @@ func (s *tokenCache) fetch(ctx context.Context, f *tokenFetch) {
 		log.LogAttrs(ctx, slog.LevelInfo, "management: token refresh succeeded again",
 			slog.Int("failures", failures))
 	}
+	return tok, err
 }
 
 // succeeded stores tok and ends any run of failures; it reports whether
@@ -341,23 +330,58 @@ func (r *tokenResponse) check() error {
 const grantBody = `{"grant_type":"client_credentials"}`
 
 // requestToken makes the client-credentials request (RFC 6749 section 4.4,
-// with the JSON body the service requires). An answer that is not a token
-// the client can send is a *DecodeError, so that it is never cached.
+// with the JSON body the service requires) with the Basic credentials
+// basicAuth. It differs from Client.do in three ways: its credentials, its
+// error shape (checkTokenResponse) and no replay after a 401. An answer that
+// is not a token the client can send is a *DecodeError, so that it is never
+// cached.
 func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, time.Duration, error) {
-	op := &operation{method: "POST", path: "/auth/token", body: []byte(grantBody), tokenAuth: basicAuth}
-	var tr *tokenResponse
-	status, err := c.do(ctx, op, &tr)
+	req := c.newRequest(http.MethodPost, "/auth/token", "", []byte(grantBody))
+	req.secret = true
+	resp, _, err := c.send(ctx, req, basicAuth, nil)
 	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkTokenResponse(req, resp); err != nil {
+		return nil, 0, err
+	}
+	var tr *tokenResponse
+	if err := c.decode(req, resp, &tr); err != nil {
 		return nil, 0, err
 	}
 	received := time.Now()
 	if err := tr.check(); err != nil {
-		return nil, 0, &DecodeError{Method: op.method, Path: op.path, StatusCode: status, Err: err}
+		return nil, 0, &DecodeError{Method: req.method, Path: req.path, StatusCode: resp.StatusCode, Err: err}
 	}
 	// A lifetime beyond a day is treated as a day: time.Duration would
 	// overflow for absurd values, and a refresh a day costs nothing.
 	lifetime := time.Duration(min(tr.ExpiresIn, maxTokenLifetime)) * time.Second
 	return &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
+}
+
+// checkTokenResponse maps an answer of the token endpoint that is not a
+// 2xx: its OAuth 2.0 shape to a *TokenError; a 429 or 5xx without it to an
+// *APIError, an outage that the retries could not outlast; a redirect, or
+// any other answer without it, to an error matching ErrMisconfigured: the
+// request did not reach the token endpoint. The body is never kept: it
+// could quote the credentials. It closes the body of an answer it maps.
+func checkTokenResponse(req *request, resp *http.Response) error {
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return nil
+	}
+	body := readErrorBody(resp)
+	var w wireError
+	_ = json.Unmarshal(body, &w)
+	switch status := resp.StatusCode; {
+	case isRedirect(status):
+		return redirectError(req, resp)
+	case w.Error != nil && *w.Error != "":
+		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
+	case status == http.StatusTooManyRequests || status >= 500:
+		return &APIError{StatusCode: status, Method: req.method, Path: req.path}
+	default:
+		return &TokenError{StatusCode: status}
+	}
 }
 
 // Format describes c without its credentials or tokens, whatever the verb.

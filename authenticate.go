@@ -94,9 +94,10 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 	if err != nil {
 		return nil, errorf("%w: the End User access token cannot be encoded", ErrInvalidArgument)
 	}
-	op := &operation{method: http.MethodPost, path: "/authenticate", body: body}
+	req := c.newRequest(http.MethodPost, "/authenticate", "", body)
+	req.secret = true
 	var ar authenticateResponse
-	status, err := c.do(ctx, op, &ar)
+	status, err := c.do(ctx, req, &ar)
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) {
@@ -104,7 +105,7 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 		}
 		return nil, err
 	}
-	return ar.verdict(op, status)
+	return ar.verdict(req, status)
 }
 
 // tokenRedactor removes an End User credential from texts the service sent.
@@ -173,9 +174,9 @@ func (r tokenRedactor) cutTail(s string) string {
 }
 
 // verdict checks the answer's shape and normalises it.
-func (ar *authenticateResponse) verdict(op *operation, status int) (*EndUserAuthentication, error) {
+func (ar *authenticateResponse) verdict(req *request, status int) (*EndUserAuthentication, error) {
 	bad := func(msg string) error {
-		return &DecodeError{Method: op.method, Path: op.path, StatusCode: status, Err: errors.New(msg)}
+		return &DecodeError{Method: req.method, Path: req.path, StatusCode: status, Err: errors.New(msg)}
 	}
 	if ar.Valid == nil {
 		return nil, bad("authenticate response without is_token_valid")
@@ -299,7 +300,7 @@ type Authenticator struct {
 
 	mu       sync.Mutex
 	cache    *simplelru.LRU[[sha256.Size]byte, authVerdict] // nil when caching is off
-	inflight map[[sha256.Size]byte]*authCall                // the call whose verdict a token's checks take
+	inflight map[[sha256.Size]byte]*flight[authVerdict]     // the call whose verdict a token's checks take
 	calls    int                                            // calls running, forgotten ones included; <= maxCalls
 }
 
@@ -325,19 +326,12 @@ func (v *authVerdict) result() (*EndUser, error) {
 	return &u, nil
 }
 
-// authCall is one authenticate call that any number of checks wait for.
-type authCall struct {
-	done    chan struct{} // closed when verdict or err is set
-	verdict authVerdict
-	err     error // no verdict; never cached
-}
-
 func (a *Authenticator) init() {
 	a.validTTL = cmp.Or(a.CacheTTL, defaultAuthCacheTTL)
 	a.invalidTTL = min(a.validTTL, maxInvalidTTL)
 	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
 	a.maxCalls = orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks)
-	a.inflight = make(map[[sha256.Size]byte]*authCall)
+	a.inflight = make(map[[sha256.Size]byte]*flight[authVerdict])
 	if a.validTTL < 0 {
 		return
 	}
@@ -400,7 +394,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 
 // join returns the call in flight for key, or starts one within the bound
 // on calls. a.mu must be held.
-func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header string) (*authCall, error) {
+func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header string) (*flight[authVerdict], error) {
 	if call := a.inflight[key]; call != nil {
 		return call, nil
 	}
@@ -410,10 +404,22 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	if a.calls >= a.maxCalls {
 		return nil, ErrTooManyChecks
 	}
-	call := &authCall{done: make(chan struct{})}
+	var call *flight[authVerdict]
+	call = startFlight(ctx, a.timeout, func(ctx context.Context) (authVerdict, error) {
+		v, err := a.authenticate(ctx, header)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.calls--
+		if a.inflight[key] == call { // else Forget dropped it: its verdict is not cached
+			delete(a.inflight, key)
+			if err == nil && a.cache != nil {
+				a.cache.Add(key, v)
+			}
+		}
+		return v, err
+	})
 	a.inflight[key] = call
 	a.calls++
-	go a.authenticate(context.WithoutCancel(ctx), key, header, call)
 	return call, nil
 }
 
@@ -443,16 +449,15 @@ func (a *Authenticator) cached(key [sha256.Size]byte, now time.Time) (authVerdic
 }
 
 // wait waits for call as long as ctx allows.
-func (a *Authenticator) wait(ctx context.Context, call *authCall) (*EndUser, error) {
-	select {
-	case <-call.done:
-	case <-ctx.Done():
-		return nil, errorf("waiting for the End User token check: %w", ctx.Err())
+func (a *Authenticator) wait(ctx context.Context, call *flight[authVerdict]) (*EndUser, error) {
+	v, err := call.wait(ctx)
+	switch {
+	case err != nil && err == ctx.Err():
+		return nil, errorf("waiting for the End User token check: %w", err)
+	case err != nil:
+		return nil, err
 	}
-	if call.err != nil {
-		return nil, call.err
-	}
-	return call.verdict.result()
+	return v.result()
 }
 
 // Forget drops the cached verdict of the Authorization header value
@@ -480,37 +485,18 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 	return nil
 }
 
-// authenticate makes call, caches its verdict and wakes its waiters. It runs
-// detached from the request that started it, so a caller that gives up does
-// not fail the others, and ends within a.timeout.
-func (a *Authenticator) authenticate(ctx context.Context, key [sha256.Size]byte, header string, call *authCall) {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
+// authenticate asks the service about header and turns its answer into a
+// verdict, or an error matching ErrAuthenticationUnavailable (never cached).
+func (a *Authenticator) authenticate(ctx context.Context, header string) (authVerdict, error) {
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
 		// Authenticate redacts the token from the service's texts; the log
 		// record is redacted again so that no path can carry it there.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
 			slog.String("error", newTokenRedactor(header).string(err.Error())))
-		err = errorf("%w: %w", ErrAuthenticationUnavailable, err)
+		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
-
-	a.mu.Lock()
-	a.calls--
-	current := a.inflight[key] == call // false once Forget dropped it
-	if current {
-		delete(a.inflight, key)
-	}
-	if err != nil {
-		call.err = err
-	} else {
-		call.verdict = a.verdictFor(auth, header, time.Now())
-		if a.cache != nil && current {
-			a.cache.Add(key, call.verdict)
-		}
-	}
-	a.mu.Unlock()
-	close(call.done)
+	return a.verdictFor(auth, header, time.Now()), nil
 }
 
 // verdictFor turns the service's answer into a cacheable verdict. The role

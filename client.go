@@ -8,194 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/go-retryablehttp"
 )
-
-// Version is the SDK's version, sent in the User-Agent header.
-const Version = "0.1.0"
-
-// Defaults of the zero values of Config.
-const (
-	defaultPathPrefix       = "/v2/api/management/service_connect"
-	defaultUnsetMarker      = "$ServiceUnset$"
-	defaultMaxRetries       = 4
-	defaultRetryWaitMin     = 250 * time.Millisecond
-	defaultRetryWaitMax     = 15 * time.Second
-	defaultMaxResponseBytes = 32 << 20
-	maxErrorBodyRead        = 64 << 10 // error bodies are read this far, then dropped
-)
-
-// Config configures a Client. BaseURL and either ClientID and ClientSecret
-// or TokenSource are required; the zero value of every other field selects a
-// documented default.
-//
-// Config is safe to print and log: String, GoString and LogValue redact the
-// client id and secret.
-type Config struct {
-	// BaseURL is the service's address, "https://host[:port][/path]",
-	// without query or fragment. next_page links are appended to it as
-	// they stand. http:// is accepted only for a loopback host unless
-	// AllowInsecureHTTP is set.
-	BaseURL string
-	// ClientID identifies the client application. Required unless
-	// TokenSource is set; it must not contain ':', which HTTP Basic
-	// credentials cannot carry.
-	ClientID string
-	// ClientSecret is the client application's secret. Required unless
-	// TokenSource is set. It is sent only to the token endpoint and never printed.
-	ClientSecret string
-
-	// TokenSource, when set, replaces the client-credentials flow: the
-	// client asks it for a token before every request. If it has a method
-	// Invalidate(*Token), the client calls it when the service refuses a
-	// token with 401 and replays the request once with a fresh token.
-	TokenSource TokenSource
-	// HTTPClient is the client under the retry layer (proxy, TLS, tracing).
-	// nil: a client with its own connection pool. Its Timeout, when set,
-	// bounds each attempt; the caller's context bounds the whole call. The
-	// client follows no redirect, whatever HTTPClient.CheckRedirect says: it
-	// uses a copy of HTTPClient with its own CheckRedirect, and leaves
-	// HTTPClient as it is.
-	HTTPClient *http.Client
-	// Logger receives a Debug record per attempt and an Info record per
-	// retry decision: method, path without query, status, attempt, wait.
-	// Never headers, bodies, tokens or secrets. nil discards.
-	Logger *slog.Logger
-	// UserAgent is prepended to "management-go/<Version>".
-	UserAgent string
-	// MaxRetries bounds the retries after the first attempt. 0: 4; negative: never retry.
-	MaxRetries int
-	// RetryWaitMin is the shortest wait between attempts, Retry-After
-	// included. 0: 250ms.
-	RetryWaitMin time.Duration
-	// RetryWaitMax is the longest wait between attempts, Retry-After
-	// included. 0: 15s.
-	RetryWaitMax time.Duration
-	// RefreshMargin is how long before expiry the token is refreshed.
-	// 0: a tenth of the token's lifetime; negative: no margin. Never more
-	// than half the lifetime.
-	RefreshMargin time.Duration
-	// PathPrefix precedes every path. "": "/v2/api/management/service_connect".
-	// BaseURL must not end with it: the client adds it.
-	PathPrefix string
-	// UnsetMarker is the custom settings value that removes a key.
-	// "": "$ServiceUnset$". ThingUpdate's Unset is sent as this value.
-	UnsetMarker string
-	// AllowInsecureHTTP permits http:// to a host that is not loopback.
-	AllowInsecureHTTP bool
-	// MaxResponseBytes bounds a response body. 0: 32 MiB. A larger
-	// successful body fails with ErrResponseTooLarge.
-	MaxResponseBytes int64
-}
-
-const redacted = "REDACTED"
-
-func redact(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return redacted
-}
-
-// withDefaults returns c as a Client built from it behaves: the zero fields
-// that have a default set to it, and a negative MaxRetries (never retry) as 0.
-// RefreshMargin is left as is: its default depends on each token's lifetime.
-func (c Config) withDefaults() Config {
-	switch {
-	case c.MaxRetries == 0:
-		c.MaxRetries = defaultMaxRetries
-	case c.MaxRetries < 0:
-		c.MaxRetries = 0
-	}
-	c.RetryWaitMin = cmp.Or(c.RetryWaitMin, defaultRetryWaitMin)
-	c.RetryWaitMax = cmp.Or(c.RetryWaitMax, defaultRetryWaitMax)
-	c.PathPrefix = cmp.Or(c.PathPrefix, defaultPathPrefix)
-	c.UnsetMarker = cmp.Or(c.UnsetMarker, defaultUnsetMarker)
-	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, defaultMaxResponseBytes)
-	return c
-}
-
-// refreshMarginText describes the effective Config.RefreshMargin.
-func refreshMarginText(m time.Duration) string {
-	switch {
-	case m == 0:
-		return "lifetime/10"
-	case m < 0:
-		return "0s"
-	}
-	return m.String()
-}
-
-// String describes c with the client id and secret redacted and the
-// defaults filled in: the values a Client built from c uses. MaxRetries 0
-// means never retry; a RefreshMargin of "lifetime/10" is the default, a
-// tenth of each token's lifetime.
-func (c Config) String() string {
-	d := c.withDefaults()
-	return fmt.Sprintf("management.Config{BaseURL:%q, ClientID:%s, ClientSecret:%s, TokenSource:%t, "+
-		"MaxRetries:%d, RetryWaitMin:%v, RetryWaitMax:%v, RefreshMargin:%s, PathPrefix:%q, UnsetMarker:%q, "+
-		"AllowInsecureHTTP:%t, MaxResponseBytes:%d}",
-		d.BaseURL, redact(d.ClientID), redact(d.ClientSecret), d.TokenSource != nil,
-		d.MaxRetries, d.RetryWaitMin, d.RetryWaitMax, refreshMarginText(d.RefreshMargin), d.PathPrefix, d.UnsetMarker,
-		d.AllowInsecureHTTP, d.MaxResponseBytes)
-}
-
-// GoString is String, so that %#v redacts too.
-func (c Config) GoString() string { return c.String() }
-
-// Format writes String whatever the verb (quoted for %q), so that no verb,
-// %d or %x included, prints the client id or secret. fmt itself prints a
-// Config value (not a pointer) under %p field by field, calling no method:
-// go vet reports that misuse, and nothing here can redact it.
-func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
-
-// LogValue describes c to log/slog as String does.
-func (c Config) LogValue() slog.Value {
-	d := c.withDefaults()
-	return slog.GroupValue(
-		slog.String("base_url", d.BaseURL),
-		slog.String("client_id", redact(d.ClientID)),
-		slog.String("client_secret", redact(d.ClientSecret)),
-		slog.Bool("token_source", d.TokenSource != nil),
-		slog.Int("max_retries", d.MaxRetries),
-		slog.Duration("retry_wait_min", d.RetryWaitMin),
-		slog.Duration("retry_wait_max", d.RetryWaitMax),
-		slog.String("refresh_margin", refreshMarginText(d.RefreshMargin)),
-		slog.String("path_prefix", d.PathPrefix),
-		slog.String("unset_marker", d.UnsetMarker),
-		slog.Bool("allow_insecure_http", d.AllowInsecureHTTP),
-		slog.Int64("max_response_bytes", d.MaxResponseBytes),
-	)
-}
-
-// MarshalJSON encodes c as String describes it, so that a Config nested in
-// a value logged by slog's JSON handler stays safe. Durations are strings
-// ("250ms").
-func (c Config) MarshalJSON() ([]byte, error) {
-	d := c.withDefaults()
-	return json.Marshal(map[string]any{
-		"base_url":            d.BaseURL,
-		"client_id":           redact(d.ClientID),
-		"client_secret":       redact(d.ClientSecret),
-		"token_source":        d.TokenSource != nil,
-		"max_retries":         d.MaxRetries,
-		"retry_wait_min":      d.RetryWaitMin.String(),
-		"retry_wait_max":      d.RetryWaitMax.String(),
-		"refresh_margin":      refreshMarginText(d.RefreshMargin),
-		"path_prefix":         d.PathPrefix,
-		"unset_marker":        d.UnsetMarker,
-		"allow_insecure_http": d.AllowInsecureHTTP,
-		"max_response_bytes":  d.MaxResponseBytes,
-	})
-}
 
 // Client is a client of the management API. It holds the token, refreshed
 // as needed, and the connection pool: create one per service and share it.
@@ -219,14 +36,7 @@ type Client struct {
 	waitMax     time.Duration
 	unsetMarker string
 	maxBody     int64
-
-	// Header values shared by every request; net/http never modifies a
-	// request's headers, so one slice each saves allocations per call.
-	jsonHeader      []string
-	userAgentHeader []string
-
-	exchanges sync.Pool                  // of *exchange, see newExchange
-	lastAuth  atomic.Pointer[authHeader] // see authorization
+	userAgent   string
 }
 
 // NewClient validates cfg and returns a Client. It sends nothing: the first
@@ -264,9 +74,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if err := c.checkBaseWithoutPrefix(); err != nil {
 		return nil, err
 	}
-	c.exchanges.New = c.newExchange
-	c.jsonHeader = []string{"application/json"}
-	c.userAgentHeader = []string{strings.TrimSpace(cfg.UserAgent + " management-go/" + Version)}
+	c.userAgent = strings.TrimSpace(cfg.UserAgent + " management-go/" + Version)
 	if c.waitMin > c.waitMax {
 		return nil, errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
 	}
@@ -299,238 +107,147 @@ func (c *Client) String() string {
 // GoString is String, so that %#v shows no credentials either.
 func (c *Client) GoString() string { return c.String() }
 
-// withoutRedirects returns the client the SDK sends through: a shallow copy
-// of hc (nil: a client with its own pool) that follows no redirect. A 3xx
-// is handed back as it is and becomes an *APIError, so that no credential
-// is sent, and no write replayed, anywhere but where Config says. hc itself
-// is left as it is: the caller may share it.
-func withoutRedirects(hc *http.Client) *http.Client {
-	var c http.Client
-	if hc != nil {
-		c = *hc
-	}
-	next := c.Transport
-	switch {
-	case hc == nil:
-		next = newTransport()
-	case next == nil:
-		next = http.DefaultTransport
-	}
-	c.Transport = keepRedirects{next}
-	c.CheckRedirect = refuseRedirect
-	return &c
-}
+// The request path. A call of the API goes, top to bottom:
+//
+//	UsersService.Get          builds the request with newRequest
+//	Client.do                 attaches the management token, replays once after a 401
+//	Client.send (retry.go)    one exchange through the retry policy
+//	checkResponse             maps a non-2xx answer to an error
+//	decode                    reads and checks a 2xx body
+//
+// The token endpoint (auth.go) shares newRequest, send and decode, and has
+// its own credentials, error shape and no replay.
 
-func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// keepRedirects completes refuseRedirect: net/http parses a 3xx's Location
-// before it asks CheckRedirect, and fails the call on one that does not
-// parse, quoting it whole (query included) in an error that the retry
-// layer would retry. Such a Location is emptied (net/http hands a 3xx with
-// an empty Location back as it is), so that the 3xx comes back like any
-// other.
-type keepRedirects struct{ next http.RoundTripper }
-
-func (t keepRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err != nil || !isRedirect(resp.StatusCode) {
-		return resp, err
-	}
-	if loc := resp.Header.Get("Location"); loc != "" {
-		if _, perr := req.URL.Parse(loc); perr != nil {
-			resp.Header.Set("Location", "")
-		}
-	}
-	return resp, nil
-}
-
-// CloseIdleConnections closes the idle connections of the transport below,
-// as http.Client.CloseIdleConnections does when there is no wrapper.
-func (t keepRedirects) CloseIdleConnections() {
-	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
-
-// newTransport returns a transport with its own pool, sized for an SDK that
-// many goroutines share (net/http keeps only 2 idle connections per host).
-func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return t
-}
-
-// checkCredentials checks the client credentials when they are used. The
-// id is never quoted: Config treats it as a secret.
-func checkCredentials(cfg Config) error {
-	switch {
-	case cfg.TokenSource != nil:
-		return nil
-	case cfg.ClientID == "" || cfg.ClientSecret == "":
-		return errorf("%w: Config.ClientID and Config.ClientSecret are required unless Config.TokenSource is set", ErrInvalidArgument)
-	case strings.Contains(cfg.ClientID, ":"):
-		return errorf("%w: Config.ClientID contains ':', which HTTP Basic credentials cannot carry", ErrInvalidArgument)
-	}
-	return nil
-}
-
-// checkBaseWithoutPrefix refuses a base URL that already ends with the
-// path prefix: the client adds the prefix to every path, so the service
-// would see it twice and answer 404 to everything.
-func (c *Client) checkBaseWithoutPrefix() error {
-	if c.prefix == "" || !strings.HasSuffix(c.basePath, c.prefix) {
-		return nil
-	}
-	return errorf("%w: Config.BaseURL %q already ends with the path prefix %q, which the client adds to every path; write BaseURL as %q",
-		ErrInvalidArgument, c.baseURL, c.prefix, strings.TrimSuffix(c.baseURL, c.prefix))
-}
-
-func checkBaseURL(raw string, allowInsecure bool) (*url.URL, error) {
-	if raw == "" {
-		return nil, errorf("%w: Config.BaseURL is required", ErrInvalidArgument)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, errorf("%w: Config.BaseURL is not a URL", ErrInvalidArgument)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, errorf("%w: Config.BaseURL must be an absolute http or https URL", ErrInvalidArgument)
-	case u.Host == "" || u.Opaque != "":
-		return nil, errorf("%w: Config.BaseURL has no host", ErrInvalidArgument)
-	case u.User != nil:
-		return nil, errorf("%w: Config.BaseURL must not hold user info; use ClientID and ClientSecret", ErrInvalidArgument)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
-		return nil, errorf("%w: Config.BaseURL must not have a query or fragment", ErrInvalidArgument)
-	case u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()):
-		return nil, errorf("%w: Config.BaseURL uses http:// to a host that is not loopback; use https or set AllowInsecureHTTP", ErrInvalidArgument)
-	}
-	return u, nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// operation is one request of the API, described once and sent by do.
-type operation struct {
+// request is one request of the API, built by newRequest or linkRequest.
+type request struct {
 	method string
-	path   string // below the prefix, segments escaped; used in the URL, logs and errors
-	query  string // encoded query without "?", "" for none
-	link   string // a checked next_page link, sent instead of prefix+path+query
-	body   []byte // JSON, nil for none
-
-	// tokenAuth is the Authorization header of the token endpoint; set, it
-	// replaces the management token and errors take the TokenError shape.
-	tokenAuth string
+	url    string
+	path   string // below the prefix, escaped, without the query: names the request in logs and errors
+	body   []byte // JSON; nil for none. A []byte, so that a retry or replay sends it again exactly.
+	// secret is set for the requests whose answers can carry credentials
+	// (the token endpoint issues tokens; authenticate's answer is about an
+	// End User token): no error quotes their bodies.
+	secret bool
 }
 
-func (c *Client) url(op *operation) string {
-	if op.link != "" {
-		return c.baseURL + op.link
+// newRequest builds a request for path (below the prefix, segments
+// escaped) with an encoded query ("" for none) and a JSON body.
+func (c *Client) newRequest(method, path, query string, body []byte) *request {
+	u := c.baseURL + c.prefix + path
+	if query != "" {
+		u += "?" + query
 	}
-	u := c.baseURL + c.prefix + op.path
-	if op.query != "" {
-		u += "?" + op.query
-	}
-	return u
+	return &request{method: method, url: u, path: path, body: body}
 }
 
-// do sends op and decodes a 2xx body into out (nil: the body is discarded).
-// It attaches the management token and, when the service refuses it with
-// 401, drops it and replays op once with a fresh token (op.body is a []byte,
-// so the replay is exact). It returns the final status.
-func (c *Client) do(ctx context.Context, op *operation, out any) (int, error) {
-	x := c.exchanges.Get().(*exchange)
-	defer x.done()
-	x.start(ctx, op)
+// linkRequest builds the GET of a next_page link that checkPageLink
+// accepted: appended to the base URL as it stands.
+func (c *Client) linkRequest(link string) *request {
+	p, _, _ := strings.Cut(link, "?")
+	if rest, ok := strings.CutPrefix(p, c.prefix); ok && (rest == "" || rest[0] == '/') {
+		p = rest
+	}
+	return &request{method: http.MethodGet, url: c.baseURL + link, path: p}
+}
+
+// do sends req with the management token and decodes a 2xx answer into out
+// (nil: the body is read and dropped). When the service refuses the token
+// with 401, do drops it and replays req once with a fresh one. It returns
+// the final status.
+func (c *Client) do(ctx context.Context, req *request, out any) (int, error) {
 	for replay := true; ; replay = false {
-		var tok *Token
-		if op.tokenAuth == "" {
-			var err error
-			if tok, err = c.tokens.Token(ctx); err != nil {
-				return 0, err
-			}
-		}
-		resp, err := x.send(tok)
+		tok, err := c.tokens.Token(ctx)
 		if err != nil {
 			return 0, err
 		}
-		if resp.StatusCode == http.StatusUnauthorized && op.tokenAuth == "" && replay && c.invalidator != nil {
+		resp, used, err := c.send(ctx, req, tok.header(), tok)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode == http.StatusUnauthorized && replay && c.invalidator != nil {
 			discard(resp.Body)
-			c.invalidator.Invalidate(x.token)
+			c.invalidator.Invalidate(used)
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "management: token refused, replaying with a new token",
-				slog.String("method", op.method), slog.String("path", x.path))
+				slog.String("method", req.method), slog.String("path", req.path))
 			continue
 		}
-		return resp.StatusCode, x.readResponse(resp, out)
-	}
-}
-
-// send makes the HTTP exchange of x.op through the retry layer, carrying
-// tok (nil for the token endpoint), and returns the final response.
-// x.token is then the token the last attempt carried.
-func (x *exchange) send(tok *Token) (*http.Response, error) {
-	c, op := x.client, &x.op
-	x.token, x.attempts, x.wait = tok, 0, 0
-	var body any
-	if op.body != nil {
-		body = op.body
-	}
-	req, err := retryablehttp.NewRequestWithContext(x.ctx, op.method, c.url(op), body)
-	if err != nil {
-		return nil, &TransportError{Method: op.method, Path: x.path, Err: withoutURL(err)}
-	}
-	h := req.Header
-	if op.tokenAuth != "" {
-		h["Authorization"] = []string{op.tokenAuth}
-	} else {
-		h["Authorization"] = c.authorization(tok)
-	}
-	h["Content-Type"] = c.jsonHeader
-	h["Accept"] = c.jsonHeader
-	h["User-Agent"] = c.userAgentHeader
-
-	resp, err := x.rc.Do(req)
-	if err != nil {
-		// retryablehttp returns a bare context error when the context ends
-		// during a wait; name the operation in it like every other failure.
-		if _, ours := err.(*TransportError); !ours {
-			err = &TransportError{Method: op.method, Path: x.path, Attempts: x.attempts, Err: withoutURL(err)}
+		if err := checkResponse(req, resp); err != nil {
+			return resp.StatusCode, err
 		}
-		return nil, err
+		return resp.StatusCode, c.decode(req, resp, out)
 	}
-	return resp, nil
 }
 
-// readResponse decodes a 2xx body into out, or maps any other answer to an
-// *APIError or *TokenError. It always closes the body.
-func (x *exchange) readResponse(resp *http.Response, out any) error {
-	defer resp.Body.Close()
+// checkResponse maps an answer that is not a 2xx to an *APIError: the
+// {reason, error_message} shape (or the token endpoint's shape, should a
+// management endpoint send it), or the start of the raw body. A redirect is
+// never followed (see withoutRedirects). It closes the body of an answer it
+// maps; 429 answers also match ErrRateLimited.
+func checkResponse(req *request, resp *http.Response) error {
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return nil
+	}
+	body := readErrorBody(resp)
 	if isRedirect(resp.StatusCode) {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBodyRead))
-		return x.op.redirectError(x.client.prefix, x.client.url(&x.op), resp)
+		return redirectError(req, resp)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
-		return x.op.errorFor(x.client.prefix, resp.StatusCode, body)
+	var w wireError
+	_ = json.Unmarshal(body, &w) // a body of another shape leaves w empty
+	e := &APIError{StatusCode: resp.StatusCode, Method: req.method, Path: req.path}
+	switch {
+	case w.Reason != nil && *w.Reason != "":
+		e.Reason, e.Message = *w.Reason, w.ErrorMessage
+	case w.Error != nil && *w.Error != "":
+		e.Reason, e.Message = *w.Error, w.ErrorDescription
+	default:
+		e.Body = body[:min(len(body), maxErrorBody)]
 	}
-	x.body.reset(resp.Body, x.client.maxBody, !x.op.secretAnswer())
-	return x.checkBody(resp, x.decode(out))
+	return e
 }
 
-// decode reads the body into out (nil: reads it to the end), then lets
-// out check what it got.
-func (x *exchange) decode(out any) error {
+// readErrorBody reads the start of an error answer's body and closes it.
+func readErrorBody(resp *http.Response) []byte {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
+	return body
+}
+
+// wireError is either error shape of the service.
+type wireError struct {
+	Reason           *string `json:"reason"`
+	ErrorMessage     string  `json:"error_message"`
+	Error            *string `json:"error"`
+	ErrorDescription string  `json:"error_description"`
+}
+
+// decode reads a 2xx body into out (nil: reads it to the end) and closes
+// it, then lets out check what it got (validate). A body that is not one
+// JSON value of out's shape, or that is larger than Config.MaxResponseBytes,
+// is a *DecodeError that says what came back.
+func (c *Client) decode(req *request, resp *http.Response, out any) error {
+	defer resp.Body.Close()
+	body := &limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
+	err := decodeJSON(body, out)
+	if body.over {
+		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, c.maxBody)
+	}
+	if err == nil {
+		return nil
+	}
+	return &DecodeError{
+		Method: req.method, Path: req.path, StatusCode: resp.StatusCode,
+		ContentType: truncate(resp.Header.Get("Content-Type"), maxContentType),
+		Body:        body.start(),
+		Err:         err,
+	}
+}
+
+func decodeJSON(r io.Reader, out any) error {
 	if out == nil {
-		_, err := io.Copy(io.Discard, &x.body)
+		_, err := io.Copy(io.Discard, r)
 		return err
 	}
-	dec := json.NewDecoder(&x.body)
+	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {
 		if err == io.EOF {
@@ -548,23 +265,6 @@ func (x *exchange) decode(out any) error {
 	return nil
 }
 
-// checkBody turns a failure to read or decode a 2xx body into a
-// *DecodeError that says what came back.
-func (x *exchange) checkBody(resp *http.Response, err error) error {
-	if x.body.over {
-		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, x.client.maxBody)
-	}
-	if err == nil {
-		return nil
-	}
-	return &DecodeError{
-		Method: x.op.method, Path: x.path, StatusCode: resp.StatusCode,
-		ContentType: truncate(resp.Header.Get("Content-Type"), maxContentType),
-		Body:        x.body.start(),
-		Err:         err,
-	}
-}
-
 // maxDecodeErrorBody bounds DecodeError.Body, and maxContentType
 // DecodeError.ContentType: enough to recognise the answer.
 const (
@@ -572,22 +272,17 @@ const (
 	maxContentType     = 128
 )
 
-// limitedBody reads a 2xx body: at most limit bytes (reading past them
-// fails with ErrResponseTooLarge), keeping the first ones for a DecodeError.
-// Any limit up to math.MaxInt64 works: a body is known to be longer than
-// the limit by reading one byte more once the limit is reached.
+// limitedBody reads a 2xx body: at most left bytes (reading past them fails
+// with ErrResponseTooLarge), keeping the first ones for a DecodeError. Any
+// limit up to math.MaxInt64 works: a body is known to be longer than the
+// limit by reading one byte more once the limit is reached.
 type limitedBody struct {
 	r     io.Reader
 	left  int64 // bytes that may still be read
-	over  bool  // the body had more than limit bytes
+	over  bool  // the body had more than the limit
 	keep  bool  // whether head records the body
 	head  [maxDecodeErrorBody]byte
 	nhead int
-}
-
-func (b *limitedBody) reset(r io.Reader, limit int64, keep bool) {
-	clear(b.head[:b.nhead])
-	b.r, b.left, b.over, b.keep, b.nhead = r, limit, false, keep, 0
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -637,58 +332,4 @@ func truncate(s string, n int) string {
 func discard(body io.ReadCloser) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxErrorBodyRead))
 	_ = body.Close()
-}
-
-// logPath is the path named in logs and errors: below the prefix, escaped,
-// never with the query string.
-func (op *operation) logPath(prefix string) string {
-	if op.link == "" {
-		return op.path
-	}
-	p, _, _ := strings.Cut(op.link, "?")
-	if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
-		return rest
-	}
-	return p
-}
-
-// authHeader is the Authorization header value of one token.
-type authHeader struct {
-	tok         *Token
-	tokenType   string
-	accessToken string
-	values      []string
-}
-
-// authorization returns the Authorization header that carries tok. The
-// last one is kept, so a token used for many requests is formatted once; a
-// TokenSource that changes a Token in place still gets a fresh header.
-func (c *Client) authorization(tok *Token) []string {
-	if a := c.lastAuth.Load(); a != nil && a.tok == tok && a.accessToken == tok.AccessToken && a.tokenType == tok.TokenType {
-		return a.values
-	}
-	a := &authHeader{tok: tok, tokenType: tok.TokenType, accessToken: tok.AccessToken, values: []string{tok.header()}}
-	c.lastAuth.Store(a)
-	return a.values
-}
-
-// newExchange makes an exchange for c's pool. Its retryablehttp.Client has
-// the exchange's hooks bound once, so a call allocates neither the client
-// nor the six closures.
-func (c *Client) newExchange() any {
-	x := &exchange{client: c}
-	x.rc = retryablehttp.Client{
-		HTTPClient:      c.httpClient,
-		Logger:          nil, // ours logs, without URLs' query strings
-		RetryWaitMin:    c.waitMin,
-		RetryWaitMax:    c.waitMax,
-		RetryMax:        c.maxRetries,
-		RequestLogHook:  x.logAttempt,
-		ResponseLogHook: x.logResponse,
-		CheckRetry:      x.checkRetry,
-		Backoff:         x.backoff,
-		ErrorHandler:    x.giveUp,
-		PrepareRetry:    x.prepareRetry,
-	}
-	return x
 }

@@ -16,7 +16,7 @@ import (
 // request path, as every endpoint does.
 func getRaw(ctx context.Context, c *Client, path, query string) (map[string]any, int, error) {
 	var out map[string]any
-	status, err := c.do(ctx, &operation{method: http.MethodGet, path: path, query: query}, &out)
+	status, err := c.do(ctx, c.newRequest(http.MethodGet, path, query, nil), &out)
 	return out, status, err
 }
 

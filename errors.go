@@ -1,11 +1,9 @@
 package management
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 )
@@ -235,103 +233,6 @@ func (e *TransportError) Error() string {
 
 // Unwrap returns the cause, for errors.Is(err, context.DeadlineExceeded) and the like.
 func (e *TransportError) Unwrap() error { return e.Err }
-
-// tokenErrorFor maps a non-2xx answer of the token endpoint: its OAuth 2.0
-// shape as it stands; a 429 or 5xx without it to an *APIError, an outage
-// that the retries could not outlast; and any other answer without it to a
-// *TokenError with an empty Code: the request did not reach the token
-// endpoint. The body is never kept: it could quote the credentials.
-func tokenErrorFor(op *operation, prefix string, status int, w wireError) error {
-	switch {
-	case w.Error != nil && *w.Error != "":
-		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
-	case status == http.StatusTooManyRequests || status >= 500:
-		return &APIError{StatusCode: status, Method: op.method, Path: op.logPath(prefix)}
-	}
-	return &TokenError{StatusCode: status}
-}
-
-// maxRedirectPath bounds the path of a redirect's Location named in APIError.Message.
-const maxRedirectPath = 200
-
-func isRedirect(status int) bool { return status >= 300 && status <= 399 }
-
-// redirectError describes a redirect answered to op, sent to reqURL,
-// without following it: where it pointed, by path only (a Location's host
-// and query are not the caller's business and can carry anything), and
-// whether that is another origin (scheme, host or port).
-func (op *operation) redirectError(prefix, reqURL string, resp *http.Response) *APIError {
-	e := &APIError{StatusCode: resp.StatusCode, Method: op.method, Path: op.logPath(prefix)}
-	locs := resp.Header.Values("Location")
-	loc := resp.Header.Get("Location")
-	from, ferr := url.Parse(reqURL)
-	to, terr := url.Parse(loc)
-	switch {
-	case len(locs) == 0:
-		e.Message = "redirect not followed"
-	case loc == "" || ferr != nil || terr != nil: // see keepRedirects
-		e.Message = "redirect to an unreadable Location not followed"
-	default:
-		to = from.ResolveReference(to)
-		where := "to " + truncate(to.EscapedPath(), maxRedirectPath)
-		if origin(to) != origin(from) {
-			where = "to another origin, path " + truncate(to.EscapedPath(), maxRedirectPath) + ","
-		}
-		e.Message = "redirect " + where + " not followed"
-	}
-	e.Message += "; check Config.BaseURL and Config.PathPrefix"
-	return e
-}
-
-// origin is u's scheme, host and port, the port made explicit.
-func origin(u *url.URL) string {
-	scheme, port := strings.ToLower(u.Scheme), u.Port()
-	switch {
-	case port != "":
-	case scheme == "https":
-		port = "443"
-	case scheme == "http":
-		port = "80"
-	}
-	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
-}
-
-// secretAnswer reports whether op's answers can carry credentials (the
-// token endpoint issues tokens; authenticate's answer is about an End User
-// token), so that no error quotes their bodies.
-func (op *operation) secretAnswer() bool {
-	return op.tokenAuth != "" || (op.link == "" && (op.path == "/auth/token" || op.path == "/authenticate"))
-}
-
-// wireError is either error shape of the service.
-type wireError struct {
-	Reason           *string `json:"reason"`
-	ErrorMessage     string  `json:"error_message"`
-	Error            *string `json:"error"`
-	ErrorDescription string  `json:"error_description"`
-}
-
-// errorFor maps a non-2xx answer to op (but a redirect) to an error: the
-// token endpoint's answers to a *TokenError (see there), {reason,
-// error_message} to an *APIError, and anything else to an *APIError with
-// the start of the raw body. 429 answers also match ErrRateLimited.
-func (op *operation) errorFor(prefix string, status int, body []byte) error {
-	var w wireError
-	_ = json.Unmarshal(body, &w) // a body of another shape leaves w empty
-	if op.tokenAuth != "" {
-		return tokenErrorFor(op, prefix, status, w)
-	}
-	e := &APIError{StatusCode: status, Method: op.method, Path: op.logPath(prefix)}
-	switch {
-	case w.Reason != nil && *w.Reason != "":
-		e.Reason, e.Message = *w.Reason, w.ErrorMessage
-	case w.Error != nil && *w.Error != "":
-		e.Reason, e.Message = *w.Error, w.ErrorDescription
-	default:
-		e.Body = body[:min(len(body), maxErrorBody)]
-	}
-	return e
-}
 
 // Refusals of Authenticator, the error passed to Authenticator.ErrorHandler
 // and returned by Authenticator.Check. Test for them with errors.Is, and for

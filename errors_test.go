@@ -2,6 +2,8 @@ package management
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -59,12 +61,27 @@ func TestAPIErrorIs(t *testing.T) {
 	}
 }
 
+// answerError maps a non-2xx answer of status and body to req as the
+// request path does: checkTokenResponse for the token endpoint,
+// checkResponse for the others.
+func answerError(req *request, status int, body string) error {
+	resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}
+	if req.secret && req.path == "/auth/token" {
+		return checkTokenResponse(req, resp)
+	}
+	return checkResponse(req, resp)
+}
+
+func testRequests() (api, token *request) {
+	c, _ := NewClient(Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret})
+	return c.newRequest("GET", "/users/u-1", "", nil), secretRequest(c.newRequest("POST", "/auth/token", "", nil))
+}
+
 func TestErrorFor(t *testing.T) {
-	api := &operation{method: "GET", path: "/users/u-1"}
-	token := &operation{method: "POST", path: "/auth/token", tokenAuth: "Basic x"}
+	api, token := testRequests()
 	tests := []struct {
 		name   string
-		op     *operation
+		req    *request
 		status int
 		body   string
 		want   error
@@ -77,13 +94,13 @@ func TestErrorFor(t *testing.T) {
 			&APIError{StatusCode: 401, Reason: "invalid_token", Message: "expired", Method: "GET", Path: "/users/u-1"}},
 		{"not JSON", api, 502, `<html>bad gateway</html>`,
 			&APIError{StatusCode: 502, Method: "GET", Path: "/users/u-1", Body: []byte("<html>bad gateway</html>")}},
-		{"empty", token, 500, ``, &APIError{StatusCode: 500, Method: "POST", Path: "/auth/token", Body: []byte{}}},
+		{"empty", token, 500, ``, &APIError{StatusCode: 500, Method: "POST", Path: "/auth/token"}},
 		{"wrong types", api, 400, `{"reason":7,"error_message":["x"]}`,
 			&APIError{StatusCode: 400, Method: "GET", Path: "/users/u-1", Body: []byte(`{"reason":7,"error_message":["x"]}`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.op.errorFor(defaultPathPrefix, tt.status, []byte(tt.body))
+			got := answerError(tt.req, tt.status, tt.body)
 			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b []byte) bool { return string(a) == string(b) })); diff != "" {
 				t.Errorf("errorFor (-want +got):\n%s", diff)
 			}
@@ -92,8 +109,8 @@ func TestErrorFor(t *testing.T) {
 }
 
 func TestErrorPathNeverHasQuery(t *testing.T) {
-	op := &operation{method: "GET", link: defaultPathPrefix + "/users?page=opaque-token-123"}
-	err := op.errorFor(defaultPathPrefix, 400, []byte(`{"reason":"COMMON.REQUEST_VALIDATION","error_message":"Invalid page"}`))
+	c, _ := NewClient(Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret})
+	err := answerError(c.linkRequest(defaultPathPrefix+"/users?page=opaque-token-123"), 400, `{"reason":"COMMON.REQUEST_VALIDATION","error_message":"Invalid page"}`)
 	if s := err.Error(); s != "management: GET /users: 400 COMMON.REQUEST_VALIDATION: Invalid page" {
 		t.Errorf("Error() = %q", s)
 	}
@@ -109,11 +126,15 @@ func FuzzErrorBody(f *testing.F) {
 		f.Add(401, []byte(seed), true)
 	}
 	f.Fuzz(func(t *testing.T, status int, body []byte, tokenEndpoint bool) {
-		op := &operation{method: "GET", path: "/users"}
+		api, token := testRequests()
+		req := api
 		if tokenEndpoint {
-			op.tokenAuth = "Basic x"
+			req = token
 		}
-		err := op.errorFor(defaultPathPrefix, status, body)
+		if status < 300 || status > 999 {
+			status = 300 + (status%700+700)%700 // checkResponse sees only answers that are not 2xx
+		}
+		err := answerError(req, status, string(body))
 		if err == nil || err.Error() == "" {
 			t.Fatalf("errorFor(%d, %q) = %v", status, body, err)
 		}

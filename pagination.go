@@ -121,7 +121,7 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 				yield(nil, l.pageError(n, cur.err))
 				return
 			}
-			var next *operation
+			var next *request
 			var linkErr error
 			if cur.next != "" {
 				next, linkErr = l.follow(cur.next, seen)
@@ -156,13 +156,13 @@ type pageResult[T any] struct {
 	err   error
 }
 
-func (l list[W, T]) fetchResult(ctx context.Context, op *operation) pageResult[T] {
+func (l list[W, T]) fetchResult(ctx context.Context, op *request) pageResult[T] {
 	items, next, err := l.fetch(ctx, op)
 	return pageResult[T]{items: items, next: next, err: err}
 }
 
 // fetchAhead fetches a page in the background; the channel delivers it.
-func (l list[W, T]) fetchAhead(ctx context.Context, op *operation) <-chan pageResult[T] {
+func (l list[W, T]) fetchAhead(ctx context.Context, op *request) <-chan pageResult[T] {
 	ch := make(chan pageResult[T], 1)
 	go func() { ch <- l.fetchResult(ctx, op) }()
 	return ch
@@ -170,7 +170,7 @@ func (l list[W, T]) fetchAhead(ctx context.Context, op *operation) <-chan pageRe
 
 // firstOperation checks opts and returns the request of the first page:
 // the list path with the order asked for, or the link to resume from.
-func (l list[W, T]) firstOperation(opts *ListOptions) (*operation, error) {
+func (l list[W, T]) firstOperation(opts *ListOptions) (*request, error) {
 	var o ListOptions
 	if opts != nil {
 		o = *opts
@@ -192,9 +192,9 @@ func (l list[W, T]) firstOperation(opts *ListOptions) (*operation, error) {
 		if err := l.client.checkPageLink(o.NextPage); err != nil {
 			return nil, errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
 		}
-		return &operation{method: http.MethodGet, link: o.NextPage}, nil
+		return l.client.linkRequest(o.NextPage), nil
 	}
-	return &operation{method: http.MethodGet, path: l.path, query: orderQuery(o.OrderBy, o.Direction)}, nil
+	return l.client.newRequest(http.MethodGet, l.path, orderQuery(o.OrderBy, o.Direction), nil), nil
 }
 
 // orderQuery encodes the order parameters that were asked for, in a fixed
@@ -211,7 +211,7 @@ func orderQuery(by OrderBy, dir Direction) string {
 }
 
 // fetch requests one page and returns its items and next_page ("" when null).
-func (l list[W, T]) fetch(ctx context.Context, op *operation) ([]T, string, error) {
+func (l list[W, T]) fetch(ctx context.Context, op *request) ([]T, string, error) {
 	var w W
 	if _, err := l.client.do(ctx, op, &w); err != nil {
 		return nil, "", err
@@ -225,14 +225,14 @@ func (l list[W, T]) fetch(ctx context.Context, op *operation) ([]T, string, erro
 
 // follow checks a next_page link, refuses one already followed in this run
 // (the listing would never end), records it and returns its request.
-func (l list[W, T]) follow(link string, seen *visited) (*operation, error) {
+func (l list[W, T]) follow(link string, seen *visited) (*request, error) {
 	if err := l.client.checkPageLink(link); err != nil {
 		return nil, err
 	}
 	if !seen.add(link) {
 		return nil, errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
 	}
-	return &operation{method: http.MethodGet, link: link}, nil
+	return l.client.linkRequest(link), nil
 }
 
 // visited is the set of links a listing has requested. It keeps a 64-bit
@@ -265,14 +265,8 @@ func (v *visited) add(link string) bool {
 
 // visitKey is what op requests, below the base URL, in the form of a
 // next_page link, so that a link back to the first page counts as a repeat.
-func (l list[W, T]) visitKey(op *operation) string {
-	if op.link != "" {
-		return op.link
-	}
-	if op.query == "" {
-		return l.client.prefix + op.path
-	}
-	return l.client.prefix + op.path + "?" + op.query
+func (l list[W, T]) visitKey(req *request) string {
+	return strings.TrimPrefix(req.url, l.client.baseURL)
 }
 
 // pageError says which page of a listing failed; the first page's error

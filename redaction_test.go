@@ -52,7 +52,7 @@ func TestNothingSecretInLogsOrErrors(t *testing.T) {
 	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", httpmock.NewErrorResponder(errors.New("connection refused")))
 
 	var errs []error
-	_, err := c.do(context.Background(), &operation{method: "GET", link: defaultPathPrefix + "/users?page=page-token-xyz"}, &map[string]any{})
+	_, err := c.do(context.Background(), c.linkRequest(defaultPathPrefix+"/users?page=page-token-xyz"), &map[string]any{})
 	errs = append(errs, err)
 	_, _, err = getRaw(context.Background(), c, "/things", "page=page-token-xyz")
 	errs = append(errs, err)

@@ -17,7 +17,7 @@ import (
 // The redirect policy: no 3xx is followed, by any method, to any place.
 
 // redirectOps are one operation of each method the API uses.
-var redirectOps = []operation{
+var redirectOps = []request{
 	{method: http.MethodGet, path: "/users/u-1"},
 	{method: http.MethodPatch, path: "/things/t-1", body: []byte(`{"name":"n"}`)},
 	{method: http.MethodPost, path: "/users/u-1/associated_things", body: []byte(`{"physical_id":"t-1"}`)},
@@ -76,7 +76,7 @@ func TestRedirectsNotFollowed(t *testing.T) {
 						return redirectTo(status, tt.location...)(r)
 					})
 
-					status2, err := c.do(context.Background(), &op, &map[string]any{})
+					status2, err := c.do(context.Background(), c.newRequest(op.method, op.path, "", op.body), &map[string]any{})
 					want := &APIError{StatusCode: status, Method: op.method, Path: op.path, Message: tt.message}
 					var ae *APIError
 					if !errors.As(err, &ae) {
@@ -264,7 +264,7 @@ func TestRedirectsNotFollowedOverTheWire(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						_, err = c.do(context.Background(), &op, nil)
+						_, err = c.do(context.Background(), c.newRequest(op.method, op.path, "", op.body), nil)
 						var ae *APIError
 						if !errors.As(err, &ae) || ae.StatusCode != status {
 							t.Errorf("err = %v, want *APIError %d", err, status)

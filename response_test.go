@@ -46,7 +46,7 @@ func TestMaxResponseBytesAtEveryValue(t *testing.T) {
 				if discard {
 					outp = nil
 				}
-				_, err := c.do(context.Background(), &operation{method: http.MethodGet, path: "/users/u-1"}, outp)
+				_, err := c.do(context.Background(), c.newRequest(http.MethodGet, "/users/u-1", "", nil), outp)
 				if tt.tooBig {
 					want := fmt.Sprintf("response body too large (limit %d bytes)", tt.limit)
 					var de *DecodeError
@@ -71,7 +71,7 @@ func TestEmptySuccessWithoutOut(t *testing.T) {
 	for _, limit := range []int64{1, 100, math.MaxInt64} {
 		c, mt := setup(t, Config{MaxResponseBytes: limit, TokenSource: staticSource(mockToken)})
 		mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/t-1", httpmock.NewStringResponder(200, ""))
-		status, err := c.do(context.Background(), &operation{method: http.MethodDelete, path: "/users/u-1/associated_things/t-1"}, nil)
+		status, err := c.do(context.Background(), c.newRequest(http.MethodDelete, "/users/u-1/associated_things/t-1", "", nil), nil)
 		if err != nil || status != 200 {
 			t.Errorf("limit %d: do = %d, %v; want 200, nil", limit, status, err)
 		}
@@ -167,7 +167,7 @@ func TestDecodeErrorNeverQuotesCredentialBodies(t *testing.T) {
 	t.Run("authenticate", func(t *testing.T) {
 		c, mt := setup(t)
 		mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", answer(200, "text/html", secretish))
-		_, err := c.do(context.Background(), &operation{method: http.MethodPost, path: "/authenticate", body: []byte(`{}`)}, &map[string]any{})
+		_, err := c.do(context.Background(), secretRequest(c.newRequest(http.MethodPost, "/authenticate", "", []byte(`{}`))), &map[string]any{})
 		checkNoBody(t, err, "POST", "/authenticate")
 	})
 }
@@ -206,11 +206,11 @@ func TestValidateHookAfterDecode(t *testing.T) {
 	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-2", answer(200, "application/json", `{"id":""}`))
 
 	var ok validated
-	if _, err := c.do(context.Background(), &operation{method: http.MethodGet, path: "/users/u-1"}, &ok); err != nil || ok.ID != "u-1" {
+	if _, err := c.do(context.Background(), c.newRequest(http.MethodGet, "/users/u-1", "", nil), &ok); err != nil || ok.ID != "u-1" {
 		t.Fatalf("valid answer: %+v, %v", ok, err)
 	}
 	var bad validated
-	_, err := c.do(context.Background(), &operation{method: http.MethodGet, path: "/users/u-2"}, &bad)
+	_, err := c.do(context.Background(), c.newRequest(http.MethodGet, "/users/u-2", "", nil), &bad)
 	want := DecodeError{Method: "GET", Path: "/users/u-2", StatusCode: 200, ContentType: "application/json", Body: []byte(`{"id":""}`), Err: errNoID}
 	var de *DecodeError
 	if !errors.As(err, &de) || !errors.Is(err, errNoID) {
@@ -222,4 +222,11 @@ func TestValidateHookAfterDecode(t *testing.T) {
 	if got, wantText := err.Error(), `management: GET /users/u-2: 200 response (Content-Type "application/json"): no id; body starts "{\"id\":\"\"}"`; got != wantText {
 		t.Errorf("Error() = %q, want %q", got, wantText)
 	}
+}
+
+// secretRequest marks req as one whose answers can carry credentials, as
+// Client.Authenticate does.
+func secretRequest(req *request) *request {
+	req.secret = true
+	return req
 }

@@ -18,119 +18,133 @@ import (
 // The retry policy. Every operation of this API is safe to repeat (reads,
 // PATCH merges, associate answers 200 when the association exists), so
 // connection failures, 429, 500, 502, 503 and 504 are retried; no other
-// status is; a redirect (3xx) is neither followed nor retried. Waits honour
-// Retry-After on 429 and 503 (kept between RetryWaitMin and RetryWaitMax)
-// and are otherwise exponential with full jitter between RetryWaitMin and
-// RetryWaitMax. A wait that would pass the context's deadline is not taken:
-// the last answer is returned at once.
+// status is. Waits honour Retry-After on 429 and 503 (between RetryWaitMin
+// and RetryWaitMax) and are otherwise exponential with full jitter between
+// RetryWaitMin and RetryWaitMax. A wait that would pass the context's
+// deadline is not taken: the last answer is returned at once.
 
-// exchange is the state of one call through the retry layer. Its methods are
-// the retryablehttp hooks; they run on the caller's goroutine, one at a time.
-// Exchanges are pooled per Client (see Client.newExchange); start and done
-// bracket each use.
+// send makes req's HTTP exchange through the retry policy, with the
+// Authorization header auth, and returns the final answer (any status) or
+// a *TransportError. When tok is the management token that auth carries,
+// each retry carries the token the source holds by then (it may have been
+// refreshed during the wait), and send returns the token of the last
+// attempt, for Client.do to drop after a 401.
+func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token) (*http.Response, *Token, error) {
+	hr, err := retryablehttp.NewRequestWithContext(ctx, req.method, req.url, bodyOf(req))
+	if err != nil {
+		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
+	}
+	hr.Header.Set("Authorization", auth)
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	hr.Header.Set("User-Agent", c.userAgent)
+
+	x := &exchange{client: c, req: req, token: tok}
+	rc := &retryablehttp.Client{
+		HTTPClient:   c.httpClient,
+		Logger:       nil, // x logs, without URLs' query strings
+		RetryWaitMin: c.waitMin,
+		RetryWaitMax: c.waitMax,
+		RetryMax:     c.maxRetries,
+		CheckRetry:   x.checkRetry,
+		Backoff:      x.backoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+	if tok != nil {
+		rc.PrepareRetry = x.prepareRetry
+	}
+	resp, err := rc.Do(hr)
+	if err != nil {
+		if resp != nil {
+			discard(resp.Body)
+		}
+		if _, ours := err.(*TransportError); !ours {
+			err = &TransportError{Method: req.method, Path: req.path, Attempts: x.attempts, Err: withoutURL(err)}
+		}
+		return nil, nil, err
+	}
+	return resp, x.token, nil
+}
+
+// bodyOf is req's body as retryablehttp takes it: nil, not a nil []byte,
+// for none.
+func bodyOf(req *request) any {
+	if req.body == nil {
+		return nil
+	}
+	return req.body
+}
+
+// exchange is the state of one call of send; its methods are the hooks of
+// the retryablehttp.Client made for that call. retryablehttp hands Backoff
+// no context (and no response when the connection failed), so the wait
+// that checkRetry chose, knowing the deadline, is passed on here rather
+// than on the request's context.
 type exchange struct {
-	rc retryablehttp.Client // hooks bound to this exchange
-
-	ctx      context.Context // the caller's; held only during the call
 	client   *Client
-	op       operation   // a copy, so that the caller's does not escape
-	path     string      // for logs and errors
-	body     limitedBody // of a 2xx answer
-	token    *Token      // the management token the last attempt carried
+	req      *request
+	token    *Token // the management token the last attempt carried; nil for the token endpoint
 	attempts int
 	wait     time.Duration // chosen by checkRetry, taken by backoff
 }
 
-func (x *exchange) start(ctx context.Context, op *operation) {
-	x.ctx, x.op = ctx, *op
-	x.path = op.logPath(x.client.prefix)
-}
-
-// done clears what the call held and returns x to its Client's pool.
-func (x *exchange) done() {
-	x.ctx, x.op, x.token, x.path = nil, operation{}, nil, ""
-	x.body.reset(nil, 0, false)
-	x.client.exchanges.Put(x)
-}
-
-func (x *exchange) logAttempt(_ retryablehttp.Logger, _ *http.Request, n int) {
-	x.attempts = n + 1
-	x.client.logger.LogAttrs(x.ctx, slog.LevelDebug, "management: request",
-		slog.String("method", x.op.method), slog.String("path", x.path), slog.Int("attempt", x.attempts))
-}
-
-func (x *exchange) logResponse(_ retryablehttp.Logger, resp *http.Response) {
-	x.client.logger.LogAttrs(x.ctx, slog.LevelDebug, "management: response",
-		slog.String("method", x.op.method), slog.String("path", x.path),
-		slog.Int("status", resp.StatusCode), slog.Int("attempt", x.attempts))
-}
-
+// checkRetry runs after every attempt: it counts and logs it, and decides
+// whether to retry and after what wait.
 func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
-	if !retryable(resp, err) {
-		return false, nil
-	}
+	x.attempts++
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
 	}
-	if x.attempts > x.client.maxRetries {
-		x.client.logger.LogAttrs(ctx, slog.LevelInfo, "management: giving up",
-			slog.String("method", x.op.method), slog.String("path", x.path),
-			slog.Int("status", status), slog.Int("attempt", x.attempts))
+	log := func(level slog.Level, msg string, extra ...slog.Attr) { x.log(ctx, level, msg, status, extra...) }
+	log(slog.LevelDebug, "management: attempt")
+	switch {
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case !retryable(resp, err):
+		return false, nil
+	case x.attempts > x.client.maxRetries:
+		log(slog.LevelInfo, "management: giving up")
 		return false, nil
 	}
 	wait := retryWait(x.client.waitMin, x.client.waitMax, x.attempts-1, resp, time.Now())
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
-		x.client.logger.LogAttrs(ctx, slog.LevelInfo, "management: not retrying, the wait would pass the deadline",
-			slog.String("method", x.op.method), slog.String("path", x.path),
-			slog.Int("status", status), slog.Int("attempt", x.attempts), slog.Duration("wait", wait))
+		log(slog.LevelInfo, "management: not retrying, the wait would pass the deadline", slog.Duration("wait", wait))
 		return false, nil
 	}
 	x.wait = wait
-	attrs := []slog.Attr{
-		slog.String("method", x.op.method), slog.String("path", x.path),
-		slog.Int("status", status), slog.Int("attempt", x.attempts), slog.Duration("wait", wait),
-	}
 	if err != nil {
-		attrs = append(attrs, slog.String("error", withoutURL(err).Error()))
+		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait), slog.String("error", withoutURL(err).Error()))
+	} else {
+		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait))
 	}
-	x.client.logger.LogAttrs(ctx, slog.LevelInfo, "management: retrying", attrs...)
 	return true, nil
+}
+
+// log writes one record about the attempt, if the logger wants it.
+func (x *exchange) log(ctx context.Context, level slog.Level, msg string, status int, extra ...slog.Attr) {
+	if !x.client.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := append([]slog.Attr{slog.String("method", x.req.method), slog.String("path", x.req.path),
+		slog.Int("status", status), slog.Int("attempt", x.attempts)}, extra...)
+	x.client.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
 func (x *exchange) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
 	return x.wait
 }
 
-// giveUp is retryablehttp's ErrorHandler. A final response is handed back
-// so that its body becomes an *APIError; a failure without one becomes a
-// *TransportError whose text holds no URL.
-func (x *exchange) giveUp(resp *http.Response, err error, attempts int) (*http.Response, error) {
-	if err == nil && resp != nil {
-		return resp, nil
-	}
-	if resp != nil {
-		discard(resp.Body)
-	}
-	return nil, &TransportError{Method: x.op.method, Path: x.path, Attempts: attempts, Err: withoutURL(err)}
-}
-
-// prepareRetry re-reads the cached token so that a retry never carries a
-// token known to be stale (the cache may have refreshed it meanwhile).
+// prepareRetry gives a retry the token the source holds now, so that it
+// never carries a token known to be stale.
 func (x *exchange) prepareRetry(req *http.Request) error {
-	if x.op.tokenAuth != "" {
-		return nil
-	}
 	tok, err := x.client.tokens.Token(req.Context())
 	if err != nil {
 		return err
 	}
 	if tok != x.token {
 		req.Header = req.Header.Clone() // the previous attempt's request keeps its own
-		req.Header["Authorization"] = []string{tok.header()}
+		req.Header.Set("Authorization", tok.header())
 		x.token = tok
 	}
 	return nil

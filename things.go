@@ -164,7 +164,7 @@ func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetai
 		return nil, err
 	}
 	var t ThingDetails
-	if _, err := s.client.do(ctx, &operation{method: http.MethodGet, path: "/things/" + id}, &t); err != nil {
+	if _, err := s.client.do(ctx, s.client.newRequest(http.MethodGet, "/things/"+id, "", nil), &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -187,7 +187,7 @@ func (s *ThingsService) Update(ctx context.Context, physicalID string, u ThingUp
 		return nil, err
 	}
 	var t ThingDetails
-	if _, err := s.client.do(ctx, &operation{method: http.MethodPatch, path: "/things/" + id, body: body}, &t); err != nil {
+	if _, err := s.client.do(ctx, s.client.newRequest(http.MethodPatch, "/things/"+id, "", body), &t); err != nil {
 		return nil, err
 	}
 	return &t, nil

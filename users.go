@@ -163,7 +163,7 @@ func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, er
 		return nil, err
 	}
 	var u UserDetails
-	if _, err := s.client.do(ctx, &operation{method: http.MethodGet, path: "/users/" + id}, &u); err != nil {
+	if _, err := s.client.do(ctx, s.client.newRequest(http.MethodGet, "/users/"+id, "", nil), &u); err != nil {
 		return nil, err
 	}
 	return &u, nil

@@ -253,7 +253,7 @@ func TestHelpVersionCompletion(t *testing.T) {
 func TestRefusedArgument(t *testing.T) {
 	clearEnv(t)
 	r := runCLI(t, "--fake", "users", "get", "..")
-	want := `management: invalid argument: userID ".." is not a valid identifier` + "\n"
+	want := `management: invalid argument: userID ".." could be resolved as a dot segment` + "\n"
 	if r.code != ExitUsage || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, ExitUsage, want)
 	}

@@ -244,12 +244,24 @@ func (o *updateOpts) readDocument(f *Factory, now time.Time) (management.ThingUp
 	if len(data) > maxPatchDocument {
 		return management.ThingUpdate{}, usagef("--json: the document is larger than %d bytes", maxPatchDocument)
 	}
-	return parseDocument(data, now)
+	return parseDocument(data, now, unsetMarker())
+}
+
+// unsetMarker is the custom settings value that, in a PATCH document,
+// removes a key: the SDK's Config.UnsetMarker as the environment sets it,
+// or its default.
+func unsetMarker() string {
+	if m := strings.TrimSpace(os.Getenv(management.EnvUnsetMarker)); m != "" {
+		return m
+	}
+	return "$ServiceUnset$"
 }
 
 // parseDocument decodes a PATCH document strictly: an unknown key is a
-// mistake worth telling rather than an update silently not made.
-func parseDocument(data []byte, now time.Time) (management.ThingUpdate, error) {
+// mistake worth telling rather than an update silently not made. As on the
+// wire, a custom setting whose value is the unset marker removes the key:
+// it becomes management.Unset (the SDK sends no marker string otherwise).
+func parseDocument(data []byte, now time.Time, marker string) (management.ThingUpdate, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
@@ -261,6 +273,11 @@ func parseDocument(data []byte, now time.Time) (management.ThingUpdate, error) {
 		return management.ThingUpdate{}, usagef("--json: more than one JSON value")
 	}
 	u := management.ThingUpdate{Name: doc.Name, FirmwareVersion: doc.FirmwareVersion, LastSeen: doc.LastSeen, CustomSettings: doc.CustomSettings}
+	for key, v := range u.CustomSettings {
+		if v == marker {
+			u.CustomSettings[key] = management.Unset
+		}
+	}
 	seen := make(map[string]bool)
 	for _, s := range doc.Statuses {
 		if s.Name == "" || seen[s.Name] {

@@ -85,7 +85,7 @@ func TestUpdateFromDocument(t *testing.T) {
 				{Name: "battery", StatusValue: "low", Date: management.NewTimestamp(time.Now())},
 				{Name: "mode", StatusValue: "off", Date: management.NewTimestamp(time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC))},
 			},
-			CustomSettings: map[string]any{"n": json.Number("1.50"), "eco": "$ServiceUnset$"},
+			CustomSettings: map[string]any{"n": json.Number("1.50"), "eco": management.Unset},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("update (-want +got):\n%s", diff)

@@ -1,0 +1,247 @@
+package management
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Version is the SDK's version, sent in the User-Agent header.
+const Version = "0.1.0"
+
+// Defaults of the zero values of Config.
+const (
+	defaultPathPrefix       = "/v2/api/management/service_connect"
+	defaultUnsetMarker      = "$ServiceUnset$"
+	defaultMaxRetries       = 4
+	defaultRetryWaitMin     = 250 * time.Millisecond
+	defaultRetryWaitMax     = 15 * time.Second
+	defaultMaxResponseBytes = 32 << 20
+	maxErrorBodyRead        = 64 << 10 // error bodies are read this far, then dropped
+)
+
+// Config configures a Client. BaseURL and either ClientID and ClientSecret
+// or TokenSource are required; the zero value of every other field selects a
+// documented default.
+//
+// Config is safe to print and log: String, GoString and LogValue redact the
+// client id and secret.
+type Config struct {
+	// BaseURL is the service's address, "https://host[:port][/path]",
+	// without query or fragment. next_page links are appended to it as
+	// they stand. http:// is accepted only for a loopback host unless
+	// AllowInsecureHTTP is set.
+	BaseURL string
+	// ClientID identifies the client application. Required unless
+	// TokenSource is set; it must not contain ':', which HTTP Basic
+	// credentials cannot carry.
+	ClientID string
+	// ClientSecret is the client application's secret. Required unless
+	// TokenSource is set. It is sent only to the token endpoint and never printed.
+	ClientSecret string
+
+	// TokenSource, when set, replaces the client-credentials flow: the
+	// client asks it for a token before every request. If it has a method
+	// Invalidate(*Token), the client calls it when the service refuses a
+	// token with 401 and replays the request once with a fresh token.
+	TokenSource TokenSource
+	// HTTPClient is the client under the retry layer (proxy, TLS, tracing).
+	// nil: a client with its own connection pool. Its Timeout, when set,
+	// bounds each attempt; the caller's context bounds the whole call. The
+	// client follows no redirect, whatever HTTPClient.CheckRedirect says: it
+	// uses a copy of HTTPClient with its own CheckRedirect, and leaves
+	// HTTPClient as it is.
+	HTTPClient *http.Client
+	// Logger receives a Debug record per attempt and an Info record per
+	// retry decision: method, path without query, status, attempt, wait.
+	// Never headers, bodies, tokens or secrets. nil discards.
+	Logger *slog.Logger
+	// UserAgent is prepended to "management-go/<Version>".
+	UserAgent string
+	// MaxRetries bounds the retries after the first attempt. 0: 4; negative: never retry.
+	MaxRetries int
+	// RetryWaitMin is the shortest wait between attempts, Retry-After
+	// included. 0: 250ms.
+	RetryWaitMin time.Duration
+	// RetryWaitMax is the longest wait between attempts, Retry-After
+	// included. 0: 15s.
+	RetryWaitMax time.Duration
+	// RefreshMargin is how long before expiry the token is refreshed.
+	// 0: a tenth of the token's lifetime; negative: no margin. Never more
+	// than half the lifetime.
+	RefreshMargin time.Duration
+	// PathPrefix precedes every path. "": "/v2/api/management/service_connect".
+	// BaseURL must not end with it: the client adds it.
+	PathPrefix string
+	// UnsetMarker is the custom settings value that removes a key.
+	// "": "$ServiceUnset$". ThingUpdate's Unset is sent as this value.
+	UnsetMarker string
+	// AllowInsecureHTTP permits http:// to a host that is not loopback.
+	AllowInsecureHTTP bool
+	// MaxResponseBytes bounds a response body. 0: 32 MiB. A larger
+	// successful body fails with ErrResponseTooLarge.
+	MaxResponseBytes int64
+}
+
+const redacted = "REDACTED"
+
+func redact(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return redacted
+}
+
+// withDefaults returns c as a Client built from it behaves: the zero fields
+// that have a default set to it, and a negative MaxRetries (never retry) as 0.
+// RefreshMargin is left as is: its default depends on each token's lifetime.
+func (c Config) withDefaults() Config {
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = defaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	c.RetryWaitMin = cmp.Or(c.RetryWaitMin, defaultRetryWaitMin)
+	c.RetryWaitMax = cmp.Or(c.RetryWaitMax, defaultRetryWaitMax)
+	c.PathPrefix = cmp.Or(c.PathPrefix, defaultPathPrefix)
+	c.UnsetMarker = cmp.Or(c.UnsetMarker, defaultUnsetMarker)
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, defaultMaxResponseBytes)
+	return c
+}
+
+// refreshMarginText describes the effective Config.RefreshMargin.
+func refreshMarginText(m time.Duration) string {
+	switch {
+	case m == 0:
+		return "lifetime/10"
+	case m < 0:
+		return "0s"
+	}
+	return m.String()
+}
+
+// String describes c with the client id and secret redacted and the
+// defaults filled in: the values a Client built from c uses. MaxRetries 0
+// means never retry; a RefreshMargin of "lifetime/10" is the default, a
+// tenth of each token's lifetime.
+func (c Config) String() string {
+	d := c.withDefaults()
+	return fmt.Sprintf("management.Config{BaseURL:%q, ClientID:%s, ClientSecret:%s, TokenSource:%t, "+
+		"MaxRetries:%d, RetryWaitMin:%v, RetryWaitMax:%v, RefreshMargin:%s, PathPrefix:%q, UnsetMarker:%q, "+
+		"AllowInsecureHTTP:%t, MaxResponseBytes:%d}",
+		d.BaseURL, redact(d.ClientID), redact(d.ClientSecret), d.TokenSource != nil,
+		d.MaxRetries, d.RetryWaitMin, d.RetryWaitMax, refreshMarginText(d.RefreshMargin), d.PathPrefix, d.UnsetMarker,
+		d.AllowInsecureHTTP, d.MaxResponseBytes)
+}
+
+// GoString is String, so that %#v redacts too.
+func (c Config) GoString() string { return c.String() }
+
+// Format writes String whatever the verb (quoted for %q), so that no verb,
+// %d or %x included, prints the client id or secret. fmt itself prints a
+// Config value (not a pointer) under %p field by field, calling no method:
+// go vet reports that misuse, and nothing here can redact it.
+func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
+
+// LogValue describes c to log/slog as String does.
+func (c Config) LogValue() slog.Value {
+	d := c.withDefaults()
+	return slog.GroupValue(
+		slog.String("base_url", d.BaseURL),
+		slog.String("client_id", redact(d.ClientID)),
+		slog.String("client_secret", redact(d.ClientSecret)),
+		slog.Bool("token_source", d.TokenSource != nil),
+		slog.Int("max_retries", d.MaxRetries),
+		slog.Duration("retry_wait_min", d.RetryWaitMin),
+		slog.Duration("retry_wait_max", d.RetryWaitMax),
+		slog.String("refresh_margin", refreshMarginText(d.RefreshMargin)),
+		slog.String("path_prefix", d.PathPrefix),
+		slog.String("unset_marker", d.UnsetMarker),
+		slog.Bool("allow_insecure_http", d.AllowInsecureHTTP),
+		slog.Int64("max_response_bytes", d.MaxResponseBytes),
+	)
+}
+
+// MarshalJSON encodes c as String describes it, so that a Config nested in
+// a value logged by slog's JSON handler stays safe. Durations are strings
+// ("250ms").
+func (c Config) MarshalJSON() ([]byte, error) {
+	d := c.withDefaults()
+	return json.Marshal(map[string]any{
+		"base_url":            d.BaseURL,
+		"client_id":           redact(d.ClientID),
+		"client_secret":       redact(d.ClientSecret),
+		"token_source":        d.TokenSource != nil,
+		"max_retries":         d.MaxRetries,
+		"retry_wait_min":      d.RetryWaitMin.String(),
+		"retry_wait_max":      d.RetryWaitMax.String(),
+		"refresh_margin":      refreshMarginText(d.RefreshMargin),
+		"path_prefix":         d.PathPrefix,
+		"unset_marker":        d.UnsetMarker,
+		"allow_insecure_http": d.AllowInsecureHTTP,
+		"max_response_bytes":  d.MaxResponseBytes,
+	})
+}
+
+// checkCredentials checks the client credentials when they are used. The
+// id is never quoted: Config treats it as a secret.
+func checkCredentials(cfg Config) error {
+	switch {
+	case cfg.TokenSource != nil:
+		return nil
+	case cfg.ClientID == "" || cfg.ClientSecret == "":
+		return errorf("%w: Config.ClientID and Config.ClientSecret are required unless Config.TokenSource is set", ErrInvalidArgument)
+	case strings.Contains(cfg.ClientID, ":"):
+		return errorf("%w: Config.ClientID contains ':', which HTTP Basic credentials cannot carry", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// checkBaseWithoutPrefix refuses a base URL that already ends with the
+// path prefix: the client adds the prefix to every path, so the service
+// would see it twice and answer 404 to everything.
+func (c *Client) checkBaseWithoutPrefix() error {
+	if c.prefix == "" || !strings.HasSuffix(c.basePath, c.prefix) {
+		return nil
+	}
+	return errorf("%w: Config.BaseURL %q already ends with the path prefix %q, which the client adds to every path; write BaseURL as %q",
+		ErrInvalidArgument, c.baseURL, c.prefix, strings.TrimSuffix(c.baseURL, c.prefix))
+}
+
+func checkBaseURL(raw string, allowInsecure bool) (*url.URL, error) {
+	if raw == "" {
+		return nil, errorf("%w: Config.BaseURL is required", ErrInvalidArgument)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, errorf("%w: Config.BaseURL is not a URL", ErrInvalidArgument)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, errorf("%w: Config.BaseURL must be an absolute http or https URL", ErrInvalidArgument)
+	case u.Host == "" || u.Opaque != "":
+		return nil, errorf("%w: Config.BaseURL has no host", ErrInvalidArgument)
+	case u.User != nil:
+		return nil, errorf("%w: Config.BaseURL must not hold user info; use ClientID and ClientSecret", ErrInvalidArgument)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
+		return nil, errorf("%w: Config.BaseURL must not have a query or fragment", ErrInvalidArgument)
+	case u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()):
+		return nil, errorf("%w: Config.BaseURL uses http:// to a host that is not loopback; use https or set AllowInsecureHTTP", ErrInvalidArgument)
+	}
+	return u, nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
