@@ -40,7 +40,7 @@ func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token
 	hr.Header.Set("User-Agent", c.userAgent)
 
 	x := &exchange{client: c, req: req, token: tok}
-	rc := &retryablehttp.Client{
+	x.rc = retryablehttp.Client{
 		HTTPClient:   c.httpClient,
 		Logger:       nil, // x logs, without URLs' query strings
 		RetryWaitMin: c.waitMin,
@@ -51,9 +51,9 @@ func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
 	if tok != nil {
-		rc.PrepareRetry = x.prepareRetry
+		x.rc.PrepareRetry = x.prepareRetry
 	}
-	resp, err := rc.Do(hr)
+	resp, err := x.rc.Do(hr)
 	if err != nil {
 		if resp != nil {
 			discard(resp.Body)
@@ -76,11 +76,13 @@ func bodyOf(req *request) any {
 }
 
 // exchange is the state of one call of send; its methods are the hooks of
-// the retryablehttp.Client made for that call. retryablehttp hands Backoff
+// the retryablehttp.Client made for that call (held here, so that the two
+// are one allocation). retryablehttp hands Backoff
 // no context (and no response when the connection failed), so the wait
 // that checkRetry chose, knowing the deadline, is passed on here rather
 // than on the request's context.
 type exchange struct {
+	rc       retryablehttp.Client // made for this call, its hooks bound to x
 	client   *Client
 	req      *request
 	token    *Token // the management token the last attempt carried; nil for the token endpoint
