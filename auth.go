@@ -164,6 +164,8 @@ type tokenCache struct {
 	failures  int             // token requests failed in a row
 	warned    bool            // this run of failures has been logged
 	inflight  *flight[*Token] // non-nil while a request is under way
+	refused   string          // the access token last refused with 401, not to be taken from the shared store again
+	shared    *sharedTokens   // nil without Config.SharedStore
 }
 
 func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCache {
@@ -199,7 +201,8 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	}
 	f := s.inflight
 	if f == nil {
-		f = startFlight(ctx, tokenFetchTimeout, s.fetch)
+		refused := s.refused
+		f = startFlight(ctx, tokenFetchTimeout, func(ctx context.Context) (*Token, error) { return s.fetch(ctx, refused) })
 		s.inflight = f
 	}
 	s.mu.Unlock()
@@ -213,18 +216,25 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	return tok, err
 }
 
-// fetch makes the token request of the flight under way and records its
-// outcome before the callers waiting for it are woken. A run of failed
-// refreshes is logged twice, at its start (Warn) and at its end (Info),
-// however long it lasts.
-func (s *tokenCache) fetch(ctx context.Context) (*Token, error) {
-	tok, lifetime, err := s.client.requestToken(ctx, s.auth)
+// fetch gets the token of the flight under way (from the shared store, when
+// there is one, else with a token request) and records the outcome before
+// the callers waiting for it are woken. A run of failed refreshes is logged
+// twice, at its start (Warn) and at its end (Info), however long it lasts.
+func (s *tokenCache) fetch(ctx context.Context, refused string) (*Token, error) {
+	var tok *Token
+	var refreshAt time.Time
+	var err error
+	if s.shared != nil {
+		tok, refreshAt, err = s.shared.token(ctx, refused, s.request)
+	} else {
+		tok, refreshAt, err = s.request(ctx)
+	}
 
 	s.mu.Lock()
 	failures := s.failures
 	var started, ended bool
 	if err == nil {
-		ended = s.succeeded(tok, lifetime)
+		ended = s.succeeded(tok, refreshAt)
 	} else {
 		started = s.failed(time.Now())
 	}
@@ -243,12 +253,21 @@ func (s *tokenCache) fetch(ctx context.Context) (*Token, error) {
 	return tok, err
 }
 
+// request makes a token request and says when its token is due for refresh.
+func (s *tokenCache) request(ctx context.Context) (*Token, time.Time, error) {
+	tok, lifetime, err := s.client.requestToken(ctx, s.auth)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return tok, tok.Expiry.Add(-refreshMargin(s.margin, lifetime)), nil
+}
+
 // succeeded stores tok and ends any run of failures; it reports whether
 // that run had been logged. s.mu is held.
-func (s *tokenCache) succeeded(tok *Token, lifetime time.Duration) (endedLogged bool) {
+func (s *tokenCache) succeeded(tok *Token, refreshAt time.Time) (endedLogged bool) {
 	endedLogged = s.warned
 	s.tok = tok
-	s.refreshAt = tok.Expiry.Add(-refreshMargin(s.margin, lifetime))
+	s.refreshAt = refreshAt
 	s.retryAt, s.failures, s.warned = time.Time{}, 0, false
 	return endedLogged
 }
@@ -292,6 +311,7 @@ func (s *tokenCache) Invalidate(stale *Token) {
 	s.mu.Lock()
 	if s.tok == stale {
 		s.tok = nil
+		s.refused = stale.AccessToken
 	}
 	s.mu.Unlock()
 }

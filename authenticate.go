@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -291,8 +292,20 @@ type Authenticator struct {
 	// (ErrAuthenticationUnavailable, the request's context error) means no
 	// verdict was had. nil: the answers described on Authenticator.
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+	// SharedStore, when set, shares verdicts with the other replicas of the
+	// service (see package redisstore), behind the in-process cache: one
+	// authenticate call per End User token per CacheTTL for the whole
+	// fleet. Verdicts are stored under an HMAC of the token and sealed, with
+	// keys derived from the Client's secret (Config.ClientSecret or
+	// Config.SharedStoreKey), so that whoever can write the store cannot
+	// forge one. With a store, an entry of the in-process cache lives at
+	// most 5 s: that long, at most, another replica may still accept a
+	// token that Forget dropped. A failing or slow store (Config.
+	// SharedStoreTimeout) never fails a check and is never a verdict.
+	SharedStore SharedStore
 
 	once       sync.Once
+	failing    atomic.Bool // the shared store is failing (logged once a streak)
 	validTTL   time.Duration
 	invalidTTL time.Duration
 	timeout    time.Duration
@@ -360,8 +373,8 @@ var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
 // call. Check does not call ErrorHandler.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.once.Do(a.init)
-	if a.Client == nil {
-		return nil, errNoClient
+	if err := a.checkSetup(); err != nil {
+		return nil, err
 	}
 	values := r.Header.Values("Authorization")
 	if len(values) > 1 {
@@ -406,15 +419,19 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	}
 	var call *flight[authVerdict]
 	call = startFlight(ctx, a.timeout, func(ctx context.Context) (authVerdict, error) {
-		v, err := a.authenticate(ctx, header)
+		v, err := a.judge(ctx, header)
 		a.mu.Lock()
-		defer a.mu.Unlock()
 		a.calls--
-		if a.inflight[key] == call { // else Forget dropped it: its verdict is not cached
+		current := a.inflight[key] == call // else Forget dropped it: its verdict is not cached
+		if current {
 			delete(a.inflight, key)
 			if err == nil && a.cache != nil {
-				a.cache.Add(key, v)
+				a.cache.Add(key, a.firstLevel(v))
 			}
+		}
+		a.mu.Unlock()
+		if !current && err == nil {
+			a.dropShared(ctx, header) // Forget may have run before judge stored it
 		}
 		return v, err
 	})
@@ -465,9 +482,10 @@ func (a *Authenticator) wait(ctx context.Context, call *flight[authVerdict]) (*E
 // the next check asks the service again instead of accepting the token for
 // the rest of CacheTTL. A check in flight for it when Forget runs still
 // answers the requests already waiting, but its verdict is not cached, and
-// later checks make a call of their own. ctx is for a verdict store shared
-// with other processes; the in-process cache does not need it. Forget
-// fails only for a blank authorization.
+// later checks make a call of their own. With a SharedStore, the verdict is
+// deleted there too (ctx bounds that); another replica may still accept the
+// token from its in-process cache for at most 5 s. Forget fails only for a
+// blank authorization; a failing store is logged, not returned.
 func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
 	if strings.TrimSpace(authorization) == "" {
 		return errorf("%w: authorization is empty", ErrInvalidArgument)
@@ -475,28 +493,44 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 	a.once.Do(a.init)
 	key := tokenKey(authorization)
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.cache != nil {
 		a.cache.Remove(key)
 	}
 	// The call keeps running (and counting against the bound) but is no
 	// longer the one this token's checks join or whose verdict is cached.
 	delete(a.inflight, key)
+	a.mu.Unlock()
+	a.dropShared(ctx, authorization)
 	return nil
 }
 
-// authenticate asks the service about header and turns its answer into a
-// verdict, or an error matching ErrAuthenticationUnavailable (never cached).
-func (a *Authenticator) authenticate(ctx context.Context, header string) (authVerdict, error) {
+// judge has the verdict on header: from the shared store when a replica
+// stored one, else from the service, and then stored.
+func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
+	if v, ok := a.loadShared(ctx, header); ok {
+		return v, nil
+	}
+	auth, err := a.authenticate(ctx, header)
+	if err != nil {
+		return authVerdict{}, err
+	}
+	v := a.verdictFor(auth, header, time.Now())
+	a.storeShared(ctx, header, auth, v.expires)
+	return v, nil
+}
+
+// authenticate asks the service about header, or fails with an error
+// matching ErrAuthenticationUnavailable (never cached).
+func (a *Authenticator) authenticate(ctx context.Context, header string) (*EndUserAuthentication, error) {
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
 		// Authenticate redacts the token from the service's texts; the log
 		// record is redacted again so that no path can carry it there.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
 			slog.String("error", newTokenRedactor(header).string(err.Error())))
-		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
+		return nil, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
-	return a.verdictFor(auth, header, time.Now()), nil
+	return auth, nil
 }
 
 // verdictFor turns the service's answer into a cacheable verdict. The role
@@ -540,8 +574,8 @@ func relayable(cr *ClientResponse) *ClientResponse {
 // a handler is registered wrongly: a middleware that could never let a
 // request through is a setup error, not a run of 503s.
 func (a *Authenticator) Handler(next http.Handler) http.Handler {
-	if a.Client == nil {
-		panic("management: Authenticator.Handler: Authenticator.Client is nil")
+	if err := a.checkSetup(); err != nil {
+		panic("management: Authenticator.Handler: " + unprefixed{err}.Error())
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, err := a.Check(r)

@@ -37,6 +37,11 @@ type Client struct {
 	unsetMarker string
 	maxBody     int64
 	userAgent   string
+
+	// seal seals what goes into a shared store; nil without a secret to
+	// derive it from (see Config.SharedStoreKey).
+	seal         *sealer
+	storeTimeout time.Duration
 }
 
 // NewClient validates cfg and returns a Client. It sends nothing: the first
@@ -93,6 +98,9 @@ func NewClient(cfg Config) (*Client, error) {
 	} else {
 		cache := newTokenCache(c, cfg.ClientID, cfg.ClientSecret, cfg.RefreshMargin)
 		c.tokens, c.invalidator = cache, cache
+	}
+	if err := c.setSharedStore(cfg); err != nil {
+		return nil, err
 	}
 	c.Users = &UsersService{client: c}
 	c.Things = &ThingsService{client: c}

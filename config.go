@@ -87,7 +87,27 @@ type Config struct {
 	// MaxResponseBytes bounds a response body. 0: 32 MiB. A larger
 	// successful body fails with ErrResponseTooLarge.
 	MaxResponseBytes int64
+
+	// SharedStore, when set, is shared by the replicas of a service (see
+	// package redisstore) so that the fleet fetches one management token
+	// per token lifetime: the replica that needs a new one takes a lease,
+	// fetches and stores it; the others read it. The token is stored
+	// sealed (AES-256-GCM, key derived from ClientSecret or
+	// SharedStoreKey). A failing or slow store never fails a call: the
+	// Client fetches on its own and logs once per failure streak. Set
+	// Authenticator.SharedStore too to share verdicts on End User tokens.
+	SharedStore SharedStore
+	// SharedStoreKey is the secret that seals what the SDK stores in a
+	// SharedStore (at least 32 bytes); never printed. "": derived from
+	// ClientSecret. Required for a shared store when TokenSource replaces
+	// the client credentials. Every replica must have the same.
+	SharedStoreKey []byte
+	// SharedStoreTimeout bounds each operation on the SharedStore. 0: 50ms.
+	SharedStoreTimeout time.Duration
 }
+
+// minSharedStoreKey is the shortest Config.SharedStoreKey accepted.
+const minSharedStoreKey = 32
 
 const redacted = "REDACTED"
 
@@ -135,10 +155,10 @@ func (c Config) String() string {
 	d := c.withDefaults()
 	return fmt.Sprintf("management.Config{BaseURL:%q, ClientID:%s, ClientSecret:%s, TokenSource:%t, "+
 		"MaxRetries:%d, RetryWaitMin:%v, RetryWaitMax:%v, RefreshMargin:%s, PathPrefix:%q, UnsetMarker:%q, "+
-		"AllowInsecureHTTP:%t, MaxResponseBytes:%d}",
+		"AllowInsecureHTTP:%t, MaxResponseBytes:%d, SharedStore:%t}",
 		d.BaseURL, redact(d.ClientID), redact(d.ClientSecret), d.TokenSource != nil,
 		d.MaxRetries, d.RetryWaitMin, d.RetryWaitMax, refreshMarginText(d.RefreshMargin), d.PathPrefix, d.UnsetMarker,
-		d.AllowInsecureHTTP, d.MaxResponseBytes)
+		d.AllowInsecureHTTP, d.MaxResponseBytes, d.SharedStore != nil)
 }
 
 // GoString is String, so that %#v redacts too.
@@ -166,6 +186,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("unset_marker", d.UnsetMarker),
 		slog.Bool("allow_insecure_http", d.AllowInsecureHTTP),
 		slog.Int64("max_response_bytes", d.MaxResponseBytes),
+		slog.Bool("shared_store", d.SharedStore != nil),
 	)
 }
 
@@ -187,6 +208,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		"unset_marker":        d.UnsetMarker,
 		"allow_insecure_http": d.AllowInsecureHTTP,
 		"max_response_bytes":  d.MaxResponseBytes,
+		"shared_store":        d.SharedStore != nil,
 	})
 }
 

@@ -1,0 +1,105 @@
+package management
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+)
+
+// sealer derives the keys of one Client's entries in a SharedStore and seals
+// their values, so that whoever can read or write the store can neither use
+// a stored token nor forge a verdict:
+//   - every storage key starts with a namespace hashed from the base URL,
+//     the path prefix and the client id (never the id itself), so services
+//     sharing one store never share entries;
+//   - values are sealed with AES-256-GCM under a key derived (HKDF-SHA256)
+//     from the master secret, with the storage key as associated data, so a
+//     value copied under another key does not open;
+//   - a verdict's storage key is an HMAC of the End User's Authorization
+//     header under another derived key, so the store never sees a token;
+//   - every sealed value starts with a key id derived from the master
+//     secret: after the secret is rotated, old entries read as absent.
+//
+// The master secret is the client secret, or Config.SharedStoreKey.
+type sealer struct {
+	namespace string
+	keyID     [4]byte
+	aead      cipher.AEAD
+	macKey    []byte
+}
+
+// sealVersion is the first byte of every sealed value.
+const sealVersion = 1
+
+func newSealer(master []byte, baseURL, prefix, clientID string) (*sealer, error) {
+	derive := func(info string, n int) ([]byte, error) {
+		return hkdf.Key(sha256.New, master, nil, "management-go/shared-store/"+info, n)
+	}
+	encKey, err := derive("seal", 32)
+	if err != nil {
+		return nil, err
+	}
+	macKey, err := derive("verdict-key", 32)
+	if err != nil {
+		return nil, err
+	}
+	id, err := derive("key-id", 4)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(encKey)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	ns := sha256.Sum256([]byte("management-go/v1\x00" + baseURL + "\x00" + prefix + "\x00" + clientID))
+	s := &sealer{namespace: "mg1:" + hex.EncodeToString(ns[:12]) + ":", aead: aead, macKey: macKey}
+	copy(s.keyID[:], id)
+	return s, nil
+}
+
+// tokenKey is the storage key of the fleet's management token.
+func (s *sealer) tokenKey() string { return s.namespace + "token" }
+
+// tokenLeaseKey is the storage key of the lease on refreshing it.
+func (s *sealer) tokenLeaseKey() string { return s.namespace + "token-lease" }
+
+// verdictKey is the storage key of the verdict on an Authorization header value.
+func (s *sealer) verdictKey(authorization string) string {
+	m := hmac.New(sha256.New, s.macKey)
+	m.Write([]byte(authorization))
+	return s.namespace + "verdict:" + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// seal encrypts plaintext for storage under key: version, key id, nonce,
+// then the ciphertext and its tag.
+func (s *sealer) seal(key string, plaintext []byte) []byte {
+	head := 1 + len(s.keyID)
+	out := make([]byte, head+s.aead.NonceSize(), head+s.aead.NonceSize()+len(plaintext)+s.aead.Overhead())
+	out[0] = sealVersion
+	copy(out[1:], s.keyID[:])
+	nonce := out[head:]
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
+	return s.aead.Seal(out, nonce, plaintext, []byte(key))
+}
+
+// open returns the plaintext sealed under key, or false for a value that
+// is foreign, corrupt, sealed under another key or by another secret.
+func (s *sealer) open(key string, sealed []byte) ([]byte, bool) {
+	head := 1 + len(s.keyID)
+	if len(sealed) < head+s.aead.NonceSize()+s.aead.Overhead() || sealed[0] != sealVersion ||
+		!hmac.Equal(sealed[1:head], s.keyID[:]) {
+		return nil, false
+	}
+	nonce, ct := sealed[head:head+s.aead.NonceSize()], sealed[head+s.aead.NonceSize():]
+	plain, err := s.aead.Open(nil, nonce, ct, []byte(key))
+	return plain, err == nil
+}

@@ -1,0 +1,80 @@
+package management
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func newTestSealer(t *testing.T, secret, baseURL, clientID string) *sealer {
+	t.Helper()
+	s, err := newSealer([]byte(secret), baseURL, defaultPathPrefix, clientID)
+	if err != nil {
+		t.Fatalf("newSealer: %v", err)
+	}
+	return s
+}
+
+func TestSealOpen(t *testing.T) {
+	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
+	key := s.tokenKey()
+	sealed := s.seal(key, []byte("the token"))
+	if bytes.Contains(sealed, []byte("the token")) {
+		t.Fatal("the sealed value holds the plaintext")
+	}
+	if got, ok := s.open(key, sealed); !ok || string(got) != "the token" {
+		t.Fatalf("open = %q, %v; want the plaintext", got, ok)
+	}
+	if bytes.Equal(sealed, s.seal(key, []byte("the token"))) {
+		t.Error("two seals of one plaintext are equal: the nonce is not fresh")
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
+	key := s.tokenKey()
+	sealed := s.seal(key, []byte("the token"))
+	flipped := bytes.Clone(sealed)
+	flipped[len(flipped)-1] ^= 1
+	rotated := newTestSealer(t, "secret-2", "https://a.example", "client-1")
+	cases := map[string]struct {
+		s     *sealer
+		key   string
+		value []byte
+	}{
+		"another storage key":       {s, s.verdictKey("Bearer x"), sealed},
+		"a flipped bit":             {s, key, flipped},
+		"a rotated secret":          {rotated, key, sealed},
+		"truncated":                 {s, key, sealed[:10]},
+		"empty":                     {s, key, nil},
+		"plaintext written by hand": {s, key, []byte(`{"access_token":"forged","token_type":"Bearer"}`)},
+	}
+	for name, c := range cases {
+		if got, ok := c.s.open(c.key, c.value); ok {
+			t.Errorf("%s: open = %q, true; want refused", name, got)
+		}
+	}
+}
+
+func TestStorageKeysNeverHoldIdentifiersOrTokens(t *testing.T) {
+	a := newTestSealer(t, "secret-1", "https://a.example", "client-1")
+	keys := []string{a.tokenKey(), a.tokenLeaseKey(), a.verdictKey("Bearer eu-token-1")}
+	for _, k := range keys {
+		for _, bad := range []string{"client-1", "eu-token-1", "secret-1", "a.example"} {
+			if strings.Contains(k, bad) {
+				t.Errorf("storage key %q holds %q", k, bad)
+			}
+		}
+	}
+	for name, other := range map[string]*sealer{
+		"another base URL": newTestSealer(t, "secret-1", "https://b.example", "client-1"),
+		"another client":   newTestSealer(t, "secret-1", "https://a.example", "client-2"),
+	} {
+		if other.tokenKey() == a.tokenKey() || other.verdictKey("Bearer eu-token-1") == a.verdictKey("Bearer eu-token-1") {
+			t.Errorf("%s shares storage keys", name)
+		}
+	}
+	if a.verdictKey("Bearer 1") == a.verdictKey("Bearer 2") {
+		t.Error("two tokens share a verdict key")
+	}
+}
