@@ -505,9 +505,11 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 }
 
 // judge has the verdict on header: from the shared store when a replica
-// stored one, else from the service, and then stored.
+// stored one, else from the service, and then stored. With a store, the
+// replica that holds the token's lease asks the service; the others wait
+// for its verdict (see awaitShared).
 func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
-	if v, ok := a.loadShared(ctx, header); ok {
+	if v, ok := a.awaitShared(ctx, header); ok {
 		return v, nil
 	}
 	auth, err := a.authenticate(ctx, header)

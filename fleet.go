@@ -52,6 +52,7 @@ type fetchFunc func(context.Context) (*Token, time.Time, error)
 // (never past ctx nor the lease's lifetime); failing all that, one it
 // fetches on its own.
 func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
+	giveUp := time.Now().Add(tokenLease) // a lease left by a dead (or forged by a hostile) holder delays no longer
 	for {
 		if tok, refreshAt, ok := s.read(ctx, refused); ok {
 			return tok, refreshAt, nil
@@ -65,6 +66,9 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 		}
 		// Another replica is refreshing: wait for its token, or for its
 		// lease to lapse.
+		if time.Now().After(giveUp) {
+			return fetch(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, time.Time{}, ctx.Err()

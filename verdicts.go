@@ -78,6 +78,66 @@ func (a *Authenticator) loadShared(ctx context.Context, header string) (authVerd
 	return v, true
 }
 
+// How a replica waits for the verdict another replica is asking the
+// service for: it reads the store every verdictPoll, for at most
+// verdictLease (also the lease's lifetime), then asks the service itself:
+// a lease left by a replica that died, or written by whoever can write the
+// store, delays a check by at most that long.
+const (
+	verdictPoll  = 10 * time.Millisecond
+	verdictLease = time.Second
+)
+
+// awaitShared returns the verdict on header from the shared store, waiting
+// while another replica holds the token's lease and asks the service. It
+// returns false, with the lease taken or without a working store, when this
+// replica must ask the service itself; then the lease is released when ctx
+// ends (judge's call is bounded by Authenticator.Timeout) or by its ttl.
+func (a *Authenticator) awaitShared(ctx context.Context, header string) (authVerdict, bool) {
+	if a.SharedStore == nil {
+		return authVerdict{}, false
+	}
+	lease := a.Client.seal.verdictKey(header) + ":lease"
+	giveUp := time.Now().Add(verdictLease)
+	for {
+		if v, ok := a.loadShared(ctx, header); ok {
+			return v, true
+		}
+		sctx, cancel := context.WithTimeout(ctx, a.Client.storeTimeout)
+		unlock, locked, err := a.SharedStore.TryLock(sctx, lease, verdictLease)
+		cancel()
+		a.noteStore(ctx, err)
+		if err != nil {
+			return authVerdict{}, false
+		}
+		if locked {
+			// The previous holder may have stored its verdict and left
+			// between our read and our lock.
+			if v, ok := a.loadShared(ctx, header); ok {
+				a.release(ctx, unlock)
+				return v, true
+			}
+			context.AfterFunc(ctx, func() { a.release(ctx, unlock) })
+			return authVerdict{}, false
+		}
+		if time.Now().After(giveUp) {
+			return authVerdict{}, false
+		}
+		select {
+		case <-ctx.Done():
+			return authVerdict{}, false
+		case <-time.After(verdictPoll):
+		}
+	}
+}
+
+// release gives a lease back; one that is not released lapses by itself.
+func (a *Authenticator) release(ctx context.Context, unlock func(context.Context) error) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Client.storeTimeout)
+	defer cancel()
+	a.noteStore(ctx, unlock(uctx))
+}
+
 // storeShared stores the verdict on header until expires.
 func (a *Authenticator) storeShared(ctx context.Context, header string, auth *EndUserAuthentication, expires time.Time) {
 	ttl := time.Until(expires)
