@@ -79,6 +79,14 @@
 // is not taken. Config.Logger receives a record per attempt and per retry
 // decision, never headers, bodies, tokens or query strings.
 //
+// # Many replicas
+//
+// With Config.SharedStore and Authenticator.SharedStore (package redisstore
+// implements SharedStore on Redis), the replicas of a service fetch one
+// management token per token lifetime and ask the service once about each
+// End User token. What is stored is sealed with keys derived from the client
+// secret; a store that fails never fails a call.
+//
 // # Testing
 //
 // Package managementtest is an in-memory fake of the whole API, in the manner

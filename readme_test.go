@@ -10,13 +10,14 @@ import (
 
 // TestReadmeSnippetsCompile keeps the README true: every Go snippet in it
 // must appear, line for line, in code that the test suite compiles
-// (example_test.go and the programs under examples/).
+// (example_test.go, the programs under examples/, and the examples of the
+// companion modules, which their own tests compile).
 func TestReadmeSnippetsCompile(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sources := []string{"example_test.go"}
+	sources := []string{"example_test.go", "redisstore/example_test.go"}
 	mains, _ := filepath.Glob("examples/*/main.go")
 	sources = append(sources, mains...)
 	var code strings.Builder
