@@ -24,11 +24,7 @@ func newAssociateCmd(f *Factory) *cobra.Command {
 			if opts.Model == "" || opts.FirmwareVersion == "" {
 				return usagef("--model and --firmware-version are required")
 			}
-			out, err := chooseFormat(opts.Output, f.IO.IsStdoutTTY(), allFormats...)
-			if err != nil {
-				return err
-			}
-			client, err := f.Client()
+			out, client, err := f.prepare(opts.Output)
 			if err != nil {
 				return err
 			}

@@ -193,3 +193,15 @@ func version() string {
 	}
 	return "devel"
 }
+
+// prepare chooses the output format (allFormats; the default depends on
+// whether stdout is a terminal) and builds the client: the first steps of
+// every command that prints what the service answered.
+func (f *Factory) prepare(output string) (format, *management.Client, error) {
+	out, err := chooseFormat(output, f.IO.IsStdoutTTY(), allFormats...)
+	if err != nil {
+		return out, nil, err
+	}
+	client, err := f.Client()
+	return out, client, err
+}

@@ -40,11 +40,7 @@ func newGetCmd[T any](f *Factory, noun, arg, short string, get func(context.Cont
 		Short: short,
 		Args:  exactArgs(arg),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			out, err := chooseFormat(opts.Output, f.IO.IsStdoutTTY(), allFormats...)
-			if err != nil {
-				return err
-			}
-			client, err := f.Client()
+			out, client, err := f.prepare(opts.Output)
 			if err != nil {
 				return err
 			}

@@ -178,11 +178,7 @@ func runList[T any](ctx context.Context, f *Factory, res resource[T], opts *list
 	if opts.Pages < 0 {
 		return usagef("--pages %d: want 0 (all) or more", opts.Pages)
 	}
-	out, err := chooseFormat(opts.Output, f.IO.IsStdoutTTY(), allFormats...)
-	if err != nil {
-		return err
-	}
-	client, err := f.Client()
+	out, client, err := f.prepare(opts.Output)
 	if err != nil {
 		return err
 	}

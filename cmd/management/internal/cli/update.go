@@ -77,11 +77,7 @@ PATCH body, with --json FILE, or --json - for standard input:
 }
 
 func runUpdate(cmd *cobra.Command, f *Factory, opts *updateOpts) error {
-	out, err := chooseFormat(opts.Output, f.IO.IsStdoutTTY(), allFormats...)
-	if err != nil {
-		return err
-	}
-	client, err := f.Client()
+	out, client, err := f.prepare(opts.Output)
 	if err != nil {
 		return err
 	}
