@@ -78,9 +78,22 @@
 //
 // # Faults
 //
-// FailNext answers the next requests of a Route with an error status and
-// an optional Retry-After; DelayNext delays them. The Route constants name
-// the endpoints.
+// FailNext answers the next requests of a Route with an error status in
+// the route's error shape and an optional Retry-After; DelayNext delays
+// them. FailNextWith answers with any Response: any status, headers and
+// raw body (an HTML page, broken JSON, a 3xx redirect with a Location), or
+// an answer cut off by a closed connection, before any answer or midway
+// through the body (Response.Cut). FailNextFor does the same for the
+// requests of one id only. The Route constants name the endpoints; they
+// are the net/http.ServeMux patterns the fake routes with. A path that is
+// no endpoint is answered 404, another method on an endpoint's path 405
+// with an Allow header; paths are never redirected.
+//
+// # Inspection
+//
+// Log returns the requests received, decoded (route, path values, query,
+// header, JSON body), with credentials redacted. Reset empties the server
+// between tests that share it.
 //
 // # Time
 //
