@@ -441,16 +441,10 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 }
 
 // tokenKey is the cache key of an Authorization header value: its SHA-256
-// digest, so that raw tokens are not kept. Headers of usual sizes are copied
-// to the stack rather than to the heap (a string to []byte conversion of
-// more than a few bytes allocates).
+// digest, so that raw tokens are not kept. (The conversion to []byte does
+// not allocate: sha256.Sum256 does not keep it.)
 func tokenKey(header string) [sha256.Size]byte {
-	var buf [2048]byte
-	if len(header) > len(buf) {
-		return sha256.Sum256([]byte(header))
-	}
-	n := copy(buf[:], header)
-	return sha256.Sum256(buf[:n])
+	return sha256.Sum256([]byte(header))
 }
 
 // cached returns the unexpired verdict for key. a.mu must be held.
