@@ -218,11 +218,11 @@ func TestTourRecordsNoIDsByDefault(t *testing.T) {
 	for _, s := range rec.spans {
 		texts := []string{s.Name(), s.Status().Description}
 		for _, kv := range s.Attributes() {
-			texts = append(texts, kv.Value.Emit())
+			texts = append(texts, kv.Value.String())
 		}
 		for _, e := range s.Events() {
 			for _, kv := range e.Attributes {
-				texts = append(texts, kv.Value.Emit())
+				texts = append(texts, kv.Value.String())
 			}
 		}
 		for _, text := range texts {
@@ -252,7 +252,7 @@ func TestTourWithPathValues(t *testing.T) {
 	for _, s := range rec.spans {
 		for _, kv := range s.Attributes() {
 			for _, bad := range rec.secrets {
-				if strings.Contains(kv.Value.Emit(), bad) {
+				if strings.Contains(kv.Value.String(), bad) {
 					t.Errorf("span %q records a credential in %s", s.Name(), kv.Key)
 				}
 			}
@@ -286,7 +286,7 @@ func noIDs(t *testing.T, metric string, attrs []attribute.KeyValue) {
 	t.Helper()
 	for _, kv := range attrs {
 		for _, bad := range ids {
-			if strings.Contains(kv.Value.Emit(), bad) {
+			if strings.Contains(kv.Value.String(), bad) {
 				t.Errorf("metric %s records %q in %s", metric, bad, kv.Key)
 			}
 		}
