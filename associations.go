@@ -36,7 +36,8 @@ func (s *UsersService) AssociateThing(ctx context.Context, userID string, a NewA
 		return nil, false, errorf("%w: NewAssociation cannot be encoded as JSON: %w", ErrInvalidArgument, err)
 	}
 	var t ThingDetails
-	status, err := s.client.do(ctx, s.client.newRequest(http.MethodPost, "/users/"+id+"/associated_things", "", body), &t)
+	req := s.client.newRequest(http.MethodPost, "/users/"+id+"/associated_things", "", body).named("/users/{user_id}/associated_things", userID)
+	status, err := s.client.do(ctx, req, &t)
 	if err != nil {
 		return nil, false, err
 	}
@@ -56,7 +57,9 @@ func (s *UsersService) DisassociateThing(ctx context.Context, userID, physicalID
 	if err != nil {
 		return err
 	}
-	_, err = s.client.do(ctx, s.client.newRequest(http.MethodDelete, "/users/"+uid+"/associated_things/"+pid, "", nil), nil)
+	req := s.client.newRequest(http.MethodDelete, "/users/"+uid+"/associated_things/"+pid, "", nil).
+		named("/users/{user_id}/associated_things/{physical_id}", userID, physicalID)
+	_, err = s.client.do(ctx, req, nil)
 	return err
 }
 

@@ -356,27 +356,36 @@ const grantBody = `{"grant_type":"client_credentials"}`
 // is not a token the client can send is a *DecodeError, so that it is never
 // cached.
 func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, time.Duration, error) {
-	req := c.newRequest(http.MethodPost, "/auth/token", "", []byte(grantBody))
+	req := c.newRequest(http.MethodPost, "/auth/token", "", []byte(grantBody)).named("/auth/token")
 	req.secret = true
+	ctx, op := c.startOperation(ctx, req)
+	status, tok, lifetime, err := c.fetchToken(ctx, req, basicAuth)
+	c.endOperation(ctx, op, req, status, err)
+	return tok, lifetime, err
+}
+
+// fetchToken is requestToken without the Observer; it also returns the
+// final status (0 when no answer came).
+func (c *Client) fetchToken(ctx context.Context, req *request, basicAuth string) (int, *Token, time.Duration, error) {
 	resp, _, err := c.send(ctx, req, basicAuth, nil)
 	if err != nil {
-		return nil, 0, err
+		return 0, nil, 0, err
 	}
 	if err := checkTokenResponse(req, resp); err != nil {
-		return nil, 0, err
+		return resp.StatusCode, nil, 0, err
 	}
 	var tr *tokenResponse
 	if err := c.decode(req, resp, &tr); err != nil {
-		return nil, 0, err
+		return resp.StatusCode, nil, 0, err
 	}
 	received := time.Now()
 	if err := tr.check(); err != nil {
-		return nil, 0, &DecodeError{Method: req.method, Path: req.path, StatusCode: resp.StatusCode, Err: err}
+		return resp.StatusCode, nil, 0, &DecodeError{Method: req.method, Path: req.path, StatusCode: resp.StatusCode, Err: err}
 	}
 	// A lifetime beyond a day is treated as a day: time.Duration would
 	// overflow for absurd values, and a refresh a day costs nothing.
 	lifetime := time.Duration(min(tr.ExpiresIn, maxTokenLifetime)) * time.Second
-	return &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
+	return resp.StatusCode, &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
 }
 
 // checkTokenResponse maps an answer of the token endpoint that is not a

@@ -95,7 +95,7 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 	if err != nil {
 		return nil, errorf("%w: the End User access token cannot be encoded", ErrInvalidArgument)
 	}
-	req := c.newRequest(http.MethodPost, "/authenticate", "", body)
+	req := c.newRequest(http.MethodPost, "/authenticate", "", body).named("/authenticate")
 	req.secret = true
 	var ar authenticateResponse
 	status, err := c.do(ctx, req, &ar)
@@ -376,6 +376,8 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	if err := a.checkSetup(); err != nil {
 		return nil, err
 	}
+	outcome := AuthRefused
+	defer func() { a.observeCheck(r.Context(), outcome) }()
 	values := r.Header.Values("Authorization")
 	if len(values) > 1 {
 		// The service would judge one of them and a proxy or handler may
@@ -395,6 +397,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.mu.Lock()
 	if v, ok := a.cached(key, now); ok {
 		a.mu.Unlock()
+		outcome = AuthHit
 		return v.result()
 	}
 	call, err := a.join(r.Context(), key, header)
@@ -402,6 +405,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	if err != nil {
 		return nil, err
 	}
+	outcome = AuthMiss
 	return a.wait(r.Context(), call)
 }
 
@@ -419,6 +423,8 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	}
 	var call *flight[authVerdict]
 	call = startFlight(ctx, a.timeout, func(ctx context.Context) (authVerdict, error) {
+		a.observeCalls(ctx, 1)
+		defer a.observeCalls(ctx, -1)
 		v, err := a.judge(ctx, header)
 		a.mu.Lock()
 		a.calls--

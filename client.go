@@ -31,6 +31,7 @@ type Client struct {
 	invalidator interface{ Invalidate(*Token) } // nil when tokens cannot drop a refused token
 	httpClient  *http.Client
 	logger      *slog.Logger
+	observer    *Observer // nil: nothing observed
 	maxRetries  int
 	waitMin     time.Duration
 	waitMax     time.Duration
@@ -70,6 +71,7 @@ func NewClient(cfg Config) (*Client, error) {
 		prefix:      strings.TrimSuffix(cmp.Or(cfg.PathPrefix, defaultPathPrefix), "/"),
 		httpClient:  withoutRedirects(cfg.HTTPClient),
 		logger:      cfg.Logger,
+		observer:    cfg.Observer,
 		maxRetries:  cfg.MaxRetries,
 		waitMin:     cmp.Or(cfg.RetryWaitMin, defaultRetryWaitMin),
 		waitMax:     cmp.Or(cfg.RetryWaitMax, defaultRetryWaitMax),
@@ -136,6 +138,13 @@ type request struct {
 	// (the token endpoint issues tokens; authenticate's answer is about an
 	// End User token): no error quotes their bodies.
 	secret bool
+
+	// For an Observer: the route template and its parameters' raw values
+	// (set with named), and what the exchanges counted.
+	route    string
+	values   [maxPathValues]string
+	attempts int
+	waited   time.Duration
 }
 
 // newRequest builds a request for path (below the prefix, segments
@@ -163,6 +172,14 @@ func (c *Client) linkRequest(link string) *request {
 // with 401, do drops it and replays req once with a fresh one. It returns
 // the final status.
 func (c *Client) do(ctx context.Context, req *request, out any) (int, error) {
+	ctx, op := c.startOperation(ctx, req)
+	status, err := c.replaying(ctx, req, out)
+	c.endOperation(ctx, op, req, status, err)
+	return status, err
+}
+
+// replaying is do without the Observer.
+func (c *Client) replaying(ctx context.Context, req *request, out any) (int, error) {
 	for replay := true; ; replay = false {
 		tok, err := c.tokens.Token(ctx)
 		if err != nil {

@@ -62,6 +62,11 @@ type Config struct {
 	// retry decision: method, path without query, status, attempt, wait.
 	// Never headers, bodies, tokens or secrets. nil discards.
 	Logger *slog.Logger
+	// Observer, when set, is told of every operation, retry and
+	// Authenticator check, for tracing and metrics (see Observer and
+	// package github.com/serviceconnect/management/otel). nil: nothing is
+	// observed.
+	Observer *Observer
 	// UserAgent is prepended to "management-go/<Version>".
 	UserAgent string
 	// MaxRetries bounds the retries after the first attempt. 0: 4; negative: never retry.

@@ -192,9 +192,9 @@ func (l list[W, T]) firstOperation(opts *ListOptions) (*request, error) {
 		if err := l.client.checkPageLink(o.NextPage); err != nil {
 			return nil, errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
 		}
-		return l.client.linkRequest(o.NextPage), nil
+		return l.client.linkRequest(o.NextPage).named(l.path), nil
 	}
-	return l.client.newRequest(http.MethodGet, l.path, orderQuery(o.OrderBy, o.Direction), nil), nil
+	return l.client.newRequest(http.MethodGet, l.path, orderQuery(o.OrderBy, o.Direction), nil).named(l.path), nil
 }
 
 // orderQuery encodes the order parameters that were asked for, in a fixed
@@ -232,7 +232,7 @@ func (l list[W, T]) follow(link string, seen *visited) (*request, error) {
 	if !seen.add(link) {
 		return nil, errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
 	}
-	return l.client.linkRequest(link), nil
+	return l.client.linkRequest(link).named(l.path), nil
 }
 
 // visited is the set of links a listing has requested. It keeps a 64-bit

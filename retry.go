@@ -94,6 +94,7 @@ type exchange struct {
 // whether to retry and after what wait.
 func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	x.attempts++
+	x.req.attempts++
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
@@ -115,6 +116,8 @@ func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err erro
 		return false, nil
 	}
 	x.wait = wait
+	x.req.waited += wait
+	x.client.observeRetry(ctx, x.req, RetryInfo{Attempt: x.attempts, Status: status, Wait: wait})
 	if err != nil {
 		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait), slog.String("error", withoutURL(err).Error()))
 	} else {

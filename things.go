@@ -164,7 +164,8 @@ func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetai
 		return nil, err
 	}
 	var t ThingDetails
-	if _, err := s.client.do(ctx, s.client.newRequest(http.MethodGet, "/things/"+id, "", nil), &t); err != nil {
+	req := s.client.newRequest(http.MethodGet, "/things/"+id, "", nil).named("/things/{thing_physical_id}", physicalID)
+	if _, err := s.client.do(ctx, req, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -187,7 +188,8 @@ func (s *ThingsService) Update(ctx context.Context, physicalID string, u ThingUp
 		return nil, err
 	}
 	var t ThingDetails
-	if _, err := s.client.do(ctx, s.client.newRequest(http.MethodPatch, "/things/"+id, "", body), &t); err != nil {
+	req := s.client.newRequest(http.MethodPatch, "/things/"+id, "", body).named("/things/{thing_physical_id}", physicalID)
+	if _, err := s.client.do(ctx, req, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil

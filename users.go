@@ -163,7 +163,8 @@ func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, er
 		return nil, err
 	}
 	var u UserDetails
-	if _, err := s.client.do(ctx, s.client.newRequest(http.MethodGet, "/users/"+id, "", nil), &u); err != nil {
+	req := s.client.newRequest(http.MethodGet, "/users/"+id, "", nil).named("/users/{user_id}", userID)
+	if _, err := s.client.do(ctx, req, &u); err != nil {
 		return nil, err
 	}
 	return &u, nil

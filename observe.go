@@ -1,0 +1,204 @@
+package management
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Observer is a set of hooks that tracing and metrics systems attach to a
+// Client (Config.Observer), in the manner of net/http/httptrace.ClientTrace:
+// every field is optional, and a nil Observer or nil hook costs a nil check.
+// Package github.com/serviceconnect/management/otel builds one on
+// OpenTelemetry; for another system, set the hooks you need:
+//
+//	obs := &management.Observer{
+//		OperationStart: func(ctx context.Context, op management.Operation) context.Context {
+//			return startSpan(ctx, op.Method+" "+op.Route) // span named "GET /users/{user_id}"
+//		},
+//		OperationDone: func(ctx context.Context, op management.Operation, r management.OperationResult) {
+//			endSpan(ctx, r.Status, r.Err)
+//		},
+//	}
+//
+// An operation is one request of the API as the caller sees it: retries,
+// their waits and the replay after a 401 are inside it. The management
+// token's fetch is an operation of its own (route "/auth/token"), started
+// inside the operation that needed the token, with that operation's
+// context. The Authenticator of a Client reports its checks through the
+// Client's Observer.
+//
+// Hooks may be called from several goroutines at once and must not block.
+// The SDK never passes a token, a secret or a body to a hook; ids are only
+// in Operation.PathValues, which an observer should record only when its
+// user asks for it.
+type Observer struct {
+	// OperationStart is called as an operation starts. The context it
+	// returns (ctx when nil is returned) carries the operation: the
+	// HTTP requests, log records and the other hooks of the operation get
+	// it, so a span started here is their parent.
+	OperationStart func(ctx context.Context, op Operation) context.Context
+	// OperationDone is called once when the operation ends, with the
+	// context OperationStart returned.
+	OperationDone func(ctx context.Context, op Operation, r OperationResult)
+	// Retry is called after an attempt that will be retried, before the wait.
+	Retry func(ctx context.Context, op Operation, r RetryInfo)
+	// AuthCheck is called once per Authenticator.Check with its outcome.
+	AuthCheck func(ctx context.Context, outcome AuthOutcome)
+	// AuthCallsInFlight is called when an Authenticator starts (delta 1)
+	// or ends (delta -1) an authenticate call: the sum of the deltas is the
+	// number of calls in flight.
+	AuthCallsInFlight func(ctx context.Context, delta int)
+}
+
+// Operation names one operation of the API.
+type Operation struct {
+	// Method is the HTTP method, "GET".
+	Method string
+	// Route is the path template below the prefix, as the spec writes it:
+	// "/users/{user_id}", "/users" for every page of a listing,
+	// "/auth/token" for the management token's fetch. It never holds an id.
+	Route string
+	// PathValues maps the route's parameters to this operation's values
+	// ("user_id": "u-1"), unescaped; nil for a route without any.
+	PathValues map[string]string
+}
+
+// Name is Method and Route, "GET /users/{user_id}": a span name.
+func (op Operation) Name() string { return op.Method + " " + op.Route }
+
+// OperationResult is how an operation ended.
+type OperationResult struct {
+	// Status is the final HTTP status; 0 when no answer came.
+	Status int
+	// Attempts counts the HTTP requests sent, retries and replay included;
+	// 0 when none was sent.
+	Attempts int
+	// RetryWait is the total time chosen to wait between attempts.
+	RetryWait time.Duration
+	// Err is the operation's error, nil on success. Its text may name ids
+	// (never tokens).
+	Err error
+}
+
+// RetryInfo describes an attempt that is about to be retried.
+type RetryInfo struct {
+	// Attempt is the number of the attempt that failed, from 1.
+	Attempt int
+	// Status is its HTTP status; 0 when the connection failed.
+	Status int
+	// Wait is the wait before the next attempt.
+	Wait time.Duration
+}
+
+// AuthOutcome is the outcome of one Authenticator.Check.
+type AuthOutcome int
+
+const (
+	// AuthHit: the verdict came from the in-process cache.
+	AuthHit AuthOutcome = iota + 1
+	// AuthMiss: the check joined or started an authenticate call.
+	AuthMiss
+	// AuthRefused: the check was refused without a call (no or malformed
+	// Authorization header, too many checks, context ended).
+	AuthRefused
+)
+
+// String returns "hit", "miss" or "refused".
+func (o AuthOutcome) String() string {
+	switch o {
+	case AuthHit:
+		return "hit"
+	case AuthMiss:
+		return "miss"
+	case AuthRefused:
+		return "refused"
+	}
+	return "unknown"
+}
+
+// maxPathValues is the most parameters a route of the API has.
+const maxPathValues = 2
+
+// named sets the route template of req and the raw values of its
+// parameters, in order, and returns req. The values are kept in an array
+// so that naming costs no allocation when nothing observes.
+func (req *request) named(route string, values ...string) *request {
+	req.route = route
+	copy(req.values[:], values)
+	return req
+}
+
+// operation describes req for an observer.
+func (req *request) operation() Operation {
+	op := Operation{Method: req.method, Route: req.route}
+	rest := req.route
+	for i := 0; i < maxPathValues; i++ {
+		_, after, ok := strings.Cut(rest, "{")
+		if !ok {
+			break
+		}
+		name, tail, _ := strings.Cut(after, "}")
+		if op.PathValues == nil {
+			op.PathValues = make(map[string]string, maxPathValues)
+		}
+		op.PathValues[name] = req.values[i]
+		rest = tail
+	}
+	return op
+}
+
+// startOperation calls the OperationStart hook of c's Observer for req
+// and returns the context the operation runs with, and the Operation to
+// end it with (nil when no hook wants it: endOperation then does nothing).
+func (c *Client) startOperation(ctx context.Context, req *request) (context.Context, *Operation) {
+	obs := c.observer
+	if obs == nil || (obs.OperationStart == nil && obs.OperationDone == nil) {
+		return ctx, nil
+	}
+	op := req.operation()
+	if obs.OperationStart != nil {
+		if octx := obs.OperationStart(ctx, op); octx != nil {
+			ctx = octx
+		}
+	}
+	return ctx, &op
+}
+
+// endOperation calls the OperationDone hook for the operation that
+// startOperation started.
+func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, status int, err error) {
+	if op == nil || c.observer.OperationDone == nil {
+		return
+	}
+	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
+}
+
+// observeRetry reports a retry of req to c's Observer.
+func (c *Client) observeRetry(ctx context.Context, req *request, r RetryInfo) {
+	if c.observer != nil && c.observer.Retry != nil {
+		c.observer.Retry(ctx, req.operation(), r)
+	}
+}
+
+// observer is the Observer of a's Client, nil when none.
+func (a *Authenticator) observer() *Observer {
+	if a.Client == nil {
+		return nil
+	}
+	return a.Client.observer
+}
+
+// observeCheck reports a check's outcome.
+func (a *Authenticator) observeCheck(ctx context.Context, outcome AuthOutcome) {
+	if obs := a.observer(); obs != nil && obs.AuthCheck != nil {
+		obs.AuthCheck(ctx, outcome)
+	}
+}
+
+// observeCalls reports a call starting (1) or ending (-1).
+func (a *Authenticator) observeCalls(ctx context.Context, delta int) {
+	if obs := a.observer(); obs != nil && obs.AuthCallsInFlight != nil {
+		obs.AuthCallsInFlight(ctx, delta)
+	}
+}
