@@ -87,6 +87,14 @@
 // End User token. What is stored is sealed with keys derived from the client
 // secret; a store that fails never fails a call.
 //
+// # Observability
+//
+// Config.Observer receives hooks, in the manner of net/http/httptrace, as
+// each operation starts and ends (method, route template, ids apart, final
+// status, attempts, retry wait), for each retry, and for each Authenticator
+// check. Package github.com/serviceconnect/management/otel implements it
+// with OpenTelemetry.
+//
 // # Testing
 //
 // Package managementtest is an in-memory fake of the whole API, in the manner

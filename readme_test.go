@@ -17,7 +17,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sources := []string{"example_test.go", "redisstore/example_test.go"}
+	sources := []string{"example_test.go", "redisstore/example_test.go", "otel/example_test.go"}
 	mains, _ := filepath.Glob("examples/*/main.go")
 	sources = append(sources, mains...)
 	var code strings.Builder

@@ -1,0 +1,40 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/managementtest"
+	mgmtotel "github.com/serviceconnect/management/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// Example traces a Client with OpenTelemetry: one span per operation, named
+// by its route template, never by an id. Here the spans go to an in-memory
+// recorder; in production, to your TracerProvider's exporter.
+func Example() {
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-ada"}})
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+
+	cfg := srv.Config()
+	cfg.Observer = mgmtotel.New(mgmtotel.WithTracerProvider(tp))
+	client, err := management.NewClient(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := client.Users.Get(context.Background(), "u-ada"); err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range spans.Ended() {
+		fmt.Println(s.Name())
+	}
+	// Output:
+	// POST /auth/token
+	// GET /users/{user_id}
+}
