@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/time/rate"
 )
 
 // Role is the role of an authenticated token's owner.
@@ -280,6 +281,13 @@ type Authenticator struct {
 	// ErrTooManyChecks (a check that joins the call in flight for its
 	// token starts none). 0 or negative: 64.
 	MaxConcurrentChecks int
+	// MissBudget bounds the rate of checks that reach the service (a token
+	// not in the cache), so that a flood of random tokens cannot spend the
+	// management rate limit the rest of the backend shares: beyond it, such
+	// a check fails at once with ErrOverMissBudget (503 with Retry-After),
+	// while cached verdicts keep being served. The zero value sets no
+	// budget; setting one is recommended.
+	MissBudget MissBudget
 	// Timeout bounds one check's call to the service, retries and their
 	// waits included (a Retry-After that would pass it is not waited for).
 	// 0 or negative: 5 s. The request's own context may end the wait
@@ -314,7 +322,16 @@ type Authenticator struct {
 	mu       sync.Mutex
 	cache    *simplelru.LRU[[sha256.Size]byte, authVerdict] // nil when caching is off
 	inflight map[[sha256.Size]byte]*flight[authVerdict]     // the call whose verdict a token's checks take
+	misses   *rate.Limiter                                  // nil without a MissBudget
 	calls    int                                            // calls running, forgotten ones included; <= maxCalls
+}
+
+// MissBudget is a rate of checks that may reach the service: PerSecond
+// on average, with bursts of up to Burst (at least 1). The zero value sets
+// no budget.
+type MissBudget struct {
+	PerSecond float64
+	Burst     int
 }
 
 // EndUser is the End User a request was let through for.
@@ -344,6 +361,9 @@ func (a *Authenticator) init() {
 	a.invalidTTL = min(a.validTTL, maxInvalidTTL)
 	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
 	a.maxCalls = orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks)
+	if a.MissBudget.PerSecond > 0 {
+		a.misses = rate.NewLimiter(rate.Limit(a.MissBudget.PerSecond), max(a.MissBudget.Burst, 1))
+	}
 	a.inflight = make(map[[sha256.Size]byte]*flight[authVerdict])
 	if a.validTTL < 0 {
 		return
@@ -420,6 +440,9 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	}
 	if a.calls >= a.maxCalls {
 		return nil, ErrTooManyChecks
+	}
+	if a.misses != nil && !a.misses.Allow() {
+		return nil, ErrOverMissBudget
 	}
 	var call *flight[authVerdict]
 	call = startFlight(ctx, a.timeout, func(ctx context.Context) (authVerdict, error) {
@@ -613,7 +636,7 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		writeClientError(w, invalid.Response.HTTPCode, invalid.Response.HTTPBody)
 	case errors.Is(err, ErrForbiddenRole):
 		writeClientError(w, http.StatusForbidden, forbiddenRoleBody)
-	case errors.Is(err, ErrTooManyChecks):
+	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget):
 		// The bound is local and clears as calls end (within Timeout, most
 		// within milliseconds): a client may well try again in a second.
 		w.Header().Set("Retry-After", "1")

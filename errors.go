@@ -256,6 +256,10 @@ var (
 	// refused at once, without a verdict. It matches
 	// ErrAuthenticationUnavailable.
 	ErrTooManyChecks = errorf("%w: too many checks in flight", ErrAuthenticationUnavailable)
+	// ErrOverMissBudget: the token needed a call to the service beyond
+	// Authenticator.MissBudget, so it was refused at once, without a
+	// verdict. It matches ErrAuthenticationUnavailable.
+	ErrOverMissBudget = errorf("%w: over the budget of checks that reach the service", ErrAuthenticationUnavailable)
 )
 
 // InvalidTokenError is the refusal of an End User token the service said is
