@@ -38,6 +38,7 @@ type Client struct {
 	unsetMarker string
 	maxBody     int64
 	userAgent   string
+	pauses      routePauses // routes the service asked to slow down (see pause.go)
 
 	// seal seals what goes into a shared store; nil without a secret to
 	// derive it from (see Config.SharedStoreKey).

@@ -30,6 +30,9 @@ import (
 // refreshed during the wait), and send returns the token of the last
 // attempt, for Client.do to drop after a 401.
 func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token) (*http.Response, *Token, error) {
+	if err := c.pauses.wait(ctx, routeOf(req)); err != nil {
+		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: err}
+	}
 	hr, err := retryablehttp.NewRequestWithContext(ctx, req.method, req.url, bodyOf(req))
 	if err != nil {
 		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
@@ -101,6 +104,11 @@ func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err erro
 	}
 	log := func(level slog.Level, msg string, extra ...slog.Attr) { x.log(ctx, level, msg, status, extra...) }
 	log(slog.LevelDebug, "management: attempt")
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+			x.notePause(ctx, status, d)
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return false, ctx.Err()
