@@ -2,11 +2,11 @@ package management
 
 import (
 	"cmp"
-	"sync/atomic"
 	"context"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
