@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,16 +12,31 @@ import (
 // routePauses is the Client's memory of the service asking it to slow down.
 // When an answer is 429 or 503 with Retry-After, every other call to the
 // same route is about to get the same answer: until the announced time
-// (capped at RetryWaitMax), new attempts on that route wait, each bounded by
-// its own context, then go out spread over a short interval rather than all
-// at once. A route is a method and a path template, so one proxy's 503 on
+// (capped at RetryWaitMax), new attempts and retries on that route wait,
+// each bounded by its own context, then go out one after the other (see
+// pauseSlots) rather than all at once. A route is a method and a path template, so one proxy's 503 on
 // one route does not hold the others; the token endpoint is a route of its
 // own.
 type routePauses struct {
 	paused atomic.Bool // any pause was ever set: calls skip the lock until then
 	mu     sync.Mutex
-	until  map[routeKey]time.Time
+	routes map[routeKey]*pauseState
 }
+
+// pauseState is one route's pause: until when, how long it was, and how
+// many attempts have been given a slot after it.
+type pauseState struct {
+	until  time.Time
+	length time.Duration
+	slots  int
+}
+
+// pauseSlots is how many attempts a pause's length lets out, one after the
+// other, once it ends: the service said how long to wait, not how fast to
+// come back, so attempts resume at a rate that a service answering a few
+// hundred requests a second takes without another 429, rather than all at
+// once. The first attempt goes at the end of the pause exactly.
+const pauseSlots = 100
 
 // routeKey names a route: a method and a path template.
 type routeKey struct{ method, route string }
@@ -32,27 +46,31 @@ func routeOf(req *request) routeKey {
 	return routeKey{req.method, cmp.Or(req.route, req.path)}
 }
 
-// maxPauseSpread bounds how far past a pause's end the waiting attempts
-// are spread.
-const maxPauseSpread = time.Second
-
-// wait returns once route's pause, if any, is over, or at once with an
-// error matching ErrRateLimited when ctx would end first.
-func (p *routePauses) wait(ctx context.Context, route routeKey) error {
+// slot returns how long an attempt on route must wait, if the route is
+// paused: until the next free slot after the pause.
+func (p *routePauses) slot(route routeKey, now time.Time) (time.Duration, bool) {
 	if !p.paused.Load() {
-		return nil
+		return 0, false
 	}
 	p.mu.Lock()
-	until, ok := p.until[route]
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	st := p.routes[route]
+	if st == nil || !now.Before(st.until) {
+		return 0, false
+	}
+	at := st.until.Add(time.Duration(st.slots) * st.length / pauseSlots)
+	st.slots++
+	return at.Sub(now), true
+}
+
+// wait returns once route's pause, if any, is over and it is this
+// attempt's turn, or at once with an error matching ErrRateLimited when ctx
+// would end first.
+func (p *routePauses) wait(ctx context.Context, route routeKey) error {
+	d, ok := p.slot(route, time.Now())
 	if !ok {
 		return nil
 	}
-	d := time.Until(until)
-	if d <= 0 {
-		return nil
-	}
-	d += rand.N(min(d/4, maxPauseSpread) + 1) // no thundering herd at the end
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
 		return errorf("%w: the service asked for a pause of %v, past the context's deadline", ErrRateLimited, d.Round(time.Millisecond))
 	}
@@ -66,20 +84,25 @@ func (p *routePauses) wait(ctx context.Context, route routeKey) error {
 	}
 }
 
-// pause holds route until now+d; it reports whether this starts a pause
+// pause holds route for d from now; it reports whether this starts a pause
 // (rather than extending one), so that a pause is logged once.
 func (p *routePauses) pause(route routeKey, d time.Duration, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.until == nil {
-		p.until = make(map[routeKey]time.Time)
+	if p.routes == nil {
+		p.routes = make(map[routeKey]*pauseState)
 		p.paused.Store(true)
 	}
-	prev, paused := p.until[route]
-	if until := now.Add(d); until.After(prev) {
-		p.until[route] = until
+	st := p.routes[route]
+	until := now.Add(d)
+	switch {
+	case st == nil || !now.Before(st.until):
+		p.routes[route] = &pauseState{until: until, length: d}
+		return true
+	case until.After(st.until):
+		st.until, st.length = until, d
 	}
-	return !paused || !now.Before(prev)
+	return false
 }
 
 // notePause records a 429 or 503 answer with Retry-After as a pause of its

@@ -119,6 +119,9 @@ func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err erro
 		return false, nil
 	}
 	wait := retryWait(x.client.waitMin, x.client.waitMax, x.attempts-1, resp, time.Now())
+	if turn, paused := x.client.pauses.slot(routeOf(x.req), time.Now()); paused {
+		wait = max(wait, turn) // the route is paused: wait for this attempt's turn
+	}
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
 		log(slog.LevelInfo, "management: not retrying, the wait would pass the deadline", slog.Duration("wait", wait))
 		return false, nil

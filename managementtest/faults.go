@@ -2,6 +2,7 @@ package managementtest
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -220,4 +221,31 @@ func injectedTokenCode(status int) string {
 		return "unsupported_grant_type"
 	}
 	return "temporarily_unavailable"
+}
+
+// rateLimited answers 429 when the request is beyond WithRateLimit's rate.
+func (s *Server) rateLimited(w http.ResponseWriter) bool {
+	if s.limiter == nil {
+		return false
+	}
+	now := time.Now()
+	r := s.limiter.ReserveN(now, 1)
+	delay := r.DelayFrom(now)
+	if delay == 0 {
+		return false
+	}
+	r.CancelAt(now)
+	s.mu.Lock()
+	s.limited++
+	s.mu.Unlock()
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(delay.Seconds()))))
+	writeError(w, http.StatusTooManyRequests, "MANAGEMENTTEST.RATE_LIMITED", "too many requests")
+	return true
+}
+
+// RateLimited is the number of requests answered 429 by WithRateLimit.
+func (s *Server) RateLimited() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
 }

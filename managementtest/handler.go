@@ -77,7 +77,7 @@ func (s *Server) serveRoute(route Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		values := pathValues(r, route)
 		s.record(r.Context().Value(entryKey{}).(*Request), route, values)
-		if s.applyFaults(w, r, route, values) {
+		if s.applyFaults(w, r, route, values) || s.rateLimited(w) {
 			return
 		}
 		if route == RouteToken {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Defaults of a new Server.
@@ -27,6 +29,8 @@ type options struct {
 	clientSecret  string
 	pathPrefix    string
 	unsetMarker   string
+	rateLimit     rate.Limit // 0: none
+	rateBurst     int
 }
 
 func defaultOptions() options {
@@ -85,6 +89,18 @@ func WithPathPrefix(p string) Option {
 		panic(fmt.Sprintf("managementtest: WithPathPrefix(%q): the prefix must be a path starting with /", p))
 	}
 	return func(o *options) { o.pathPrefix = strings.TrimSuffix(p, "/") }
+}
+
+// WithRateLimit makes the server rate-limited, as the service may be: it
+// answers perSecond requests a second on average (bursts of up to burst,
+// at least 1), across all routes and clients, and any request beyond with
+// 429 and a Retry-After of the whole seconds until one more is allowed.
+// RateLimited counts those answers. It panics if perSecond is not positive.
+func WithRateLimit(perSecond float64, burst int) Option {
+	if perSecond <= 0 {
+		panic("managementtest: WithRateLimit: perSecond must be positive")
+	}
+	return func(o *options) { o.rateLimit, o.rateBurst = rate.Limit(perSecond), max(burst, 1) }
 }
 
 // WithUnsetMarker sets the custom settings value that removes a key in an

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/serviceconnect/management"
+	"golang.org/x/time/rate"
 )
 
 // InMemoryURL is the URL of a server made by NewInMemoryServer. The name is
@@ -55,7 +56,10 @@ type Server struct {
 	clientOnce sync.Once
 	client     *management.Client
 
+	limiter *rate.Limiter // nil without WithRateLimit
+
 	mu            sync.Mutex // guards everything below
+	limited       int        // requests answered 429 by limiter
 	store         store
 	tokens        map[string]time.Time // management token -> expiry
 	endUsers      map[string]string    // End User token -> user id
@@ -105,6 +109,9 @@ func newServer(opts []Option) *Server {
 		opts:          o,
 		escapedPrefix: (&url.URL{Path: o.pathPrefix}).EscapedPath(),
 	}
+	if o.rateLimit > 0 {
+		s.limiter = rate.NewLimiter(o.rateLimit, o.rateBurst)
+	}
 	s.reset()
 	s.mux, s.methods = newMux(s.serveRoute)
 	s.handler = http.HandlerFunc(s.serveHTTP)
@@ -132,6 +139,7 @@ func (s *Server) reset() {
 	s.faults = faults{}
 	s.requests = make(map[Route]int)
 	s.log = nil
+	s.limited = 0
 }
 
 // Close shuts down a server started by NewServer and waits for its
