@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"io"
 	"net/http"
 	"time"
@@ -237,4 +238,24 @@ func ExampleServer_Reset() {
 	// Output:
 	// <nil>
 	// true
+}
+
+// WithRateLimit makes the fake answer 429 with Retry-After beyond a rate,
+// as a rate-limited service does; RateLimited counts those answers.
+func ExampleWithRateLimit() {
+	srv := managementtest.NewInMemoryServer(managementtest.WithRateLimit(1, 2))
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	cfg := srv.Config()
+	cfg.MaxRetries = -1 // show the 429 rather than wait for it
+	client, err := management.NewClient(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = client.Users.Get(context.Background(), "u-1") // the token request and this read: the burst
+	fmt.Println(err)
+	_, err = client.Users.Get(context.Background(), "u-1")
+	fmt.Println(errors.Is(err, management.ErrRateLimited), srv.RateLimited())
+	// Output:
+	// <nil>
+	// true 1
 }
