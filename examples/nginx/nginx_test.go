@@ -58,7 +58,7 @@ type proxy struct {
 // is opened here and handed to nginx (the NGINX environment variable, as
 // nginx's binary upgrade does), so no port can be taken in between and
 // connections wait in the backlog until nginx accepts them: no polling.
-func startProxy(t *testing.T, upstreamAddr string) *proxy {
+func startProxy(t *testing.T, upstreamAddr string, edits []string) *proxy {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -83,7 +83,7 @@ func startProxy(t *testing.T, upstreamAddr string) *proxy {
 	defer lnFile.Close()
 
 	conf := filepath.Join(dir, "nginx.conf")
-	writeConf(t, conf, ln.Addr().String(), upstreamAddr, dir)
+	writeConf(t, conf, ln.Addr().String(), upstreamAddr, dir, edits)
 	cmd := exec.Command(bin, "-c", conf, "-p", dir+"/", "-e", filepath.Join(dir, "error.log"))
 	cmd.ExtraFiles = []*os.File{lnFile} // fd 3
 	cmd.Env = append(os.Environ(), "NGINX=3;")
@@ -116,15 +116,22 @@ func stopProxy(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer, dir string) {
 	}
 }
 
-// writeConf fills the placeholders of nginx.conf.
-func writeConf(t *testing.T, path, listen, upstreamAddr, dir string) {
+// writeConf fills the placeholders of nginx.conf, then makes the edits
+// (old, new pairs) a test needs.
+func writeConf(t *testing.T, path, listen, upstreamAddr, dir string, edits []string) {
 	t.Helper()
 	tmpl, err := os.ReadFile("nginx.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := strings.NewReplacer("{{LISTEN}}", listen, "{{UPSTREAM}}", upstreamAddr, "{{DIR}}", dir)
-	if err := os.WriteFile(path, []byte(r.Replace(string(tmpl))), 0o600); err != nil {
+	conf := strings.NewReplacer("{{LISTEN}}", listen, "{{UPSTREAM}}", upstreamAddr, "{{DIR}}", dir).Replace(string(tmpl))
+	for i := 0; i+1 < len(edits); i += 2 {
+		if !strings.Contains(conf, edits[i]) {
+			t.Fatalf("nginx.conf has no %q to edit", edits[i])
+		}
+		conf = strings.ReplaceAll(conf, edits[i], edits[i+1])
+	}
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,8 +180,14 @@ type env struct {
 
 func setUp(t *testing.T, cfg management.Config, opts ...managementtest.Option) *env {
 	t.Helper()
+	return setUpEdited(t, cfg, nil, opts...)
+}
+
+// setUpEdited is setUp with nginx.conf edited (old, new pairs).
+func setUpEdited(t *testing.T, cfg management.Config, edits []string, opts ...managementtest.Option) *env {
+	t.Helper()
 	up := startUpstream(t, opts...)
-	p := startProxy(t, up.srv.Listener.Addr().String())
+	p := startProxy(t, up.srv.Listener.Addr().String(), edits)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	rec := &recorder{next: tr}
@@ -392,6 +405,32 @@ func TestUpstreamDown(t *testing.T) {
 		if x.status != http.StatusBadGateway {
 			t.Errorf("attempt %+v, want 502", x)
 		}
+	}
+}
+
+// TestGatewayTimeout: a service slower than proxy_read_timeout is answered
+// 504 by nginx, which the SDK retries. The timeout is cut to 200ms here.
+func TestGatewayTimeout(t *testing.T) {
+	e := setUpEdited(t, management.Config{MaxRetries: 1}, []string{"proxy_read_timeout 60s;", "proxy_read_timeout 200ms;"})
+	ctx := ctxFor(t)
+	e.up.fake.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	e.up.fake.DelayNext(managementtest.RouteGetUser, 1, time.Minute) // the first attempt only
+
+	user, err := e.client.Users.Get(ctx, "u-1")
+	if err != nil {
+		t.Fatalf("Users.Get after one 504 = %v, want the retry to succeed", err)
+	}
+	if user.ID != "u-1" {
+		t.Errorf("Users.Get = %q, want u-1", user.ID)
+	}
+	var statuses []int
+	for _, x := range e.rec.exchanges() {
+		if x.path == mount+managementtest.DefaultPathPrefix+"/users/u-1" {
+			statuses = append(statuses, x.status)
+		}
+	}
+	if want := []int{http.StatusGatewayTimeout, http.StatusOK}; !cmp.Equal(statuses, want) {
+		t.Errorf("attempts answered %v, want %v", statuses, want)
 	}
 }
 
