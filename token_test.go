@@ -20,8 +20,6 @@ import (
 	"github.com/jarcoal/httpmock"
 )
 
-const tokenURL = mockPrefix + "/auth/token"
-
 func TestTokenRequestIsExact(t *testing.T) {
 	c, mt := newMockClient(t, Config{})
 	var rec recorder
