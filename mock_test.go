@@ -181,6 +181,12 @@ func rawResponder(status int, contentType, body string) httpmock.Responder {
 	}
 }
 
+// The list paths below mockBaseURL's host, as next_page links start.
+const (
+	usersPath  = defaultPathPrefix + "/users"
+	thingsPath = defaultPathPrefix + "/things"
+)
+
 // registerPages registers a handler for each page of a listing: pages maps
 // what a next_page link holds, the escaped path and raw query below
 // mockBaseURL's host, to the page's answer. Each handler asserts a GET with
@@ -196,6 +202,16 @@ func registerPages(t testing.TB, mt *httpmock.MockTransport, pages map[string]ht
 			return answer(r)
 		})
 	}
+}
+
+// pageCalls is what testCalls wants of a listing that requested links, in
+// that order, from registerPages' handlers, after one token request.
+func pageCalls(links ...string) map[string]int {
+	calls := map[string]int{"POST " + tokenURL: 1}
+	for _, link := range links {
+		calls["GET "+mockBaseURL+link]++
+	}
+	return calls
 }
 
 // pageOfUsers answers a page of Users with the given ids, and next as
