@@ -1,6 +1,7 @@
 package management
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -341,4 +342,10 @@ func jsonBody(t testing.TB, body string) any {
 		t.Fatalf("request body %q is not JSON: %v", body, err)
 	}
 	return v
+}
+
+func getRaw(ctx context.Context, c *Client, path, query string) (map[string]any, int, error) {
+	var out map[string]any
+	status, err := c.do(ctx, c.newRequest(http.MethodGet, path, query, nil), &out)
+	return out, status, err
 }
