@@ -1,7 +1,6 @@
 package management
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -291,61 +289,4 @@ func stampPtr(t testing.TB, s string) *Timestamp {
 	t.Helper()
 	ts := stamp(t, s)
 	return &ts
-}
-
-// Until every file is converted: the old fixture.
-
-func newMockClient(t testing.TB, cfg Config) (*Client, *httpmock.MockTransport) {
-	t.Helper()
-	return setup(t, cfg)
-}
-
-type recorded struct {
-	Method string
-	Path   string // escaped path
-	Query  string
-	Header http.Header
-	Body   string
-}
-
-type recorder struct {
-	mu   sync.Mutex
-	reqs []recorded
-}
-
-func (r *recorder) respond(next httpmock.Responder) httpmock.Responder {
-	return func(req *http.Request) (*http.Response, error) {
-		var body []byte
-		if req.Body != nil {
-			body, _ = io.ReadAll(req.Body)
-		}
-		r.mu.Lock()
-		r.reqs = append(r.reqs, recorded{
-			Method: req.Method, Path: req.URL.EscapedPath(), Query: req.URL.RawQuery,
-			Header: req.Header.Clone(), Body: string(body),
-		})
-		r.mu.Unlock()
-		return next(req)
-	}
-}
-
-func (r *recorder) all() []recorded {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]recorded(nil), r.reqs...)
-}
-
-func jsonBody(t testing.TB, body string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(body), &v); err != nil {
-		t.Fatalf("request body %q is not JSON: %v", body, err)
-	}
-	return v
-}
-
-func getRaw(ctx context.Context, c *Client, path, query string) (map[string]any, int, error) {
-	var out map[string]any
-	status, err := c.do(ctx, c.newRequest(http.MethodGet, path, query, nil), &out)
-	return out, status, err
 }
