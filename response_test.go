@@ -42,8 +42,13 @@ func TestMaxResponseBytesAtEveryValue(t *testing.T) {
 		for _, discard := range []bool{false, true} {
 			t.Run(fmt.Sprintf("limit %d body %d discard %t", tt.limit, len(tt.body), discard), func(t *testing.T) {
 				c, mt := setup(t, Config{MaxResponseBytes: tt.limit})
-				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", httpmock.NewStringResponder(200, tt.body))
-				mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/t-1", httpmock.NewStringResponder(200, tt.body))
+				answer := func(r *http.Request) (*http.Response, error) {
+					testAPIHeaders(t, r)
+					testBody(t, r, "")
+					return httpmock.NewStringResponse(200, tt.body), nil
+				}
+				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", answer)
+				mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/t-1", answer)
 				var u *UserDetails
 				var err error
 				if discard {
@@ -155,13 +160,21 @@ func TestDecodeErrorNeverQuotesCredentialBodies(t *testing.T) {
 	const secretish = `<html>access_token=eu-secret-token-1</html>`
 	t.Run("token", func(t *testing.T) {
 		c, mt := setup(t)
-		mt.RegisterResponder(http.MethodPost, tokenURL, rawResponder(200, "text/html", secretish))
+		mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "POST")
+			testBody(t, r, grantBody)
+			return rawResponder(200, "text/html", secretish)(r)
+		})
 		_, err := c.Users.Get(context.Background(), "u-1")
 		checkNoBody(t, err, "POST", "/auth/token")
 	})
 	t.Run("token, truncated", func(t *testing.T) {
 		c, mt := setup(t)
-		mt.RegisterResponder(http.MethodPost, tokenURL, rawResponder(200, "application/json", `{"access_token":"eu-secret-token-1","expires_in":`))
+		mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "POST")
+			testBody(t, r, grantBody)
+			return rawResponder(200, "application/json", `{"access_token":"eu-secret-token-1","expires_in":`)(r)
+		})
 		_, err := c.Users.Get(context.Background(), "u-1")
 		checkNoBody(t, err, "POST", "/auth/token")
 	})

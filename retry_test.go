@@ -15,8 +15,12 @@ import (
 func TestRetryAfterHonouredThenSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, mt := setup(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
-		unavailable := httpmock.NewStringResponder(503, "busy").HeaderSet(http.Header{"Retry-After": {"3"}})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", unavailable.Once().Then(pageOfUsers("", "u-1")))
+		answers := httpmock.NewStringResponder(503, "busy").HeaderSet(http.Header{"Retry-After": {"3"}}).Once().Then(pageOfUsers("", "u-1"))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return answers(r)
+		})
 
 		start := time.Now()
 		page, err := c.Users.ListPage(context.Background(), nil)
@@ -34,8 +38,12 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, mt := setup(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
 		at := time.Now().Add(4 * time.Second).UTC().Format(http.TimeFormat)
-		limited := httpmock.NewStringResponder(429, "slow down").HeaderSet(http.Header{"Retry-After": {at}})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", limited.Once().Then(pageOfUsers("")))
+		answers := httpmock.NewStringResponder(429, "slow down").HeaderSet(http.Header{"Retry-After": {at}}).Once().Then(pageOfUsers(""))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return answers(r)
+		})
 		start := time.Now()
 		if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 			t.Fatal(err)
@@ -66,7 +74,11 @@ func TestPersistentRateLimit(t *testing.T) {
 
 func TestNegativeMaxRetriesMeansOneAttempt(t *testing.T) {
 	c, mt := setup(t, Config{MaxRetries: -1})
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		return httpmock.NewStringResponse(503, ""), nil
+	})
 	_, err := c.Users.ListPage(context.Background(), nil)
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 503 {
@@ -78,7 +90,11 @@ func TestNegativeMaxRetriesMeansOneAttempt(t *testing.T) {
 func TestDefaultRetriesOnServerErrors(t *testing.T) {
 	for _, status := range []int{500, 502, 503, 504} {
 		c, mt := setup(t)
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(status, ""))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return httpmock.NewStringResponse(status, ""), nil
+		})
 		_, err := c.Users.ListPage(context.Background(), nil)
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.StatusCode != status {
@@ -122,7 +138,11 @@ func TestNeverRetried(t *testing.T) {
 func TestHTMLBadGateway(t *testing.T) {
 	c, mt := setup(t, Config{MaxRetries: 1})
 	page := "<html><body><h1>502 Bad Gateway</h1>" + strings.Repeat("x", 4000) + "</body></html>"
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", rawResponder(502, "text/html", page))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		return rawResponder(502, "text/html", page)(r)
+	})
 	_, err := c.Things.ListPage(context.Background(), nil)
 	var ae *APIError
 	if !errors.As(err, &ae) {
@@ -158,8 +178,11 @@ func TestTransportErrorsRetriedWithoutURL(t *testing.T) {
 func TestRetryAfterPastDeadlineReturnsPromptly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, mt := setup(t, Config{RetryWaitMax: time.Minute})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users",
-			httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"30"}}))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"30"}})(r)
+		})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -178,7 +201,11 @@ func TestRetryAfterPastDeadlineReturnsPromptly(t *testing.T) {
 func TestContextCancelledStopsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, mt := setup(t, Config{RetryWaitMin: time.Second, RetryWaitMax: time.Second, MaxRetries: 10})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return httpmock.NewStringResponse(503, ""), nil
+		})
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(2500 * time.Millisecond); cancel() }()
 		_, err := c.Users.ListPage(ctx, nil)
@@ -296,8 +323,12 @@ func TestRetryAfterBoundedByRetryWaits(t *testing.T) {
 		t.Run(tt.retryAfter, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c, mt := setup(t, Config{RetryWaitMin: 2 * time.Second, RetryWaitMax: 8 * time.Second})
-				limited := httpmock.NewStringResponder(429, "").HeaderSet(http.Header{"Retry-After": {tt.retryAfter}})
-				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", limited.Once().Then(pageOfUsers("")))
+				answers := httpmock.NewStringResponder(429, "").HeaderSet(http.Header{"Retry-After": {tt.retryAfter}}).Once().Then(pageOfUsers(""))
+				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+					testMethod(t, r, "GET")
+					testAPIHeaders(t, r)
+					return answers(r)
+				})
 				start := time.Now()
 				if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 					t.Fatal(err)
