@@ -273,9 +273,7 @@ func TestDecodeDocumentedSuccesses(t *testing.T) {
 		if err := c.Users.DisassociateThing(t.Context(), "u-1", "p-1"); err != nil {
 			t.Errorf("DisassociateThing with body %q: %v", body, err)
 		}
-		if n := mt.GetTotalCallCount(); n != 2 {
-			t.Errorf("%d requests, want the token's and the DELETE", n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "DELETE " + mockPrefix + "/users/u-1/associated_things/p-1": 1})
 	}
 }
 

@@ -203,8 +203,10 @@ func registerPages(t testing.TB, mt *httpmock.MockTransport, pages map[string]ht
 	}
 }
 
-// pageCalls is what testCalls wants of a listing that requested links, in
-// that order, from registerPages' handlers, after one token request.
+// pageCalls is what testCalls wants of a listing that got one token, then
+// requested each of links (as often as it is named) from registerPages'
+// handlers. The order of the pages is the links': each comes from the page
+// before.
 func pageCalls(links ...string) map[string]int {
 	calls := map[string]int{"POST " + tokenURL: 1}
 	for _, link := range links {

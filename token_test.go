@@ -360,12 +360,7 @@ func TestPersistentUnauthorized(t *testing.T) {
 	if got, want := err.Error(), "management: GET /users/u-1: 401 AUTH.UNAUTHORIZED"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
-	if n := mt.GetCallCountInfo()["GET "+mockPrefix+"/users/u-1"]; n != 2 {
-		t.Errorf("attempts = %d, want exactly 2", n)
-	}
-	if ti.issued != 2 {
-		t.Errorf("tokens issued = %d, want 2", ti.issued)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 2, "GET " + mockPrefix + "/users/u-1": 2}) // exactly 2 attempts, 2 tokens
 }
 
 func TestInvalidateOnlyDropsTheStaleToken(t *testing.T) {
@@ -487,16 +482,12 @@ func TestTokenEndpointAnswerNotSendableIsRefused(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.field) || strings.Contains(err.Error(), secret) {
 				t.Errorf("err = %q, want it to name %q and not hold the token", err, tt.field)
 			}
-			if n := mt.GetCallCountInfo()["GET "+mockPrefix+"/users"]; n != 0 {
-				t.Errorf("%d requests carried the refused token", n)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1}) // no request carried the refused token
 			// Never cached: the next call asks the token endpoint again.
 			if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 				t.Fatalf("next call: %v, want a fresh token", err)
 			}
-			if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 2 {
-				t.Errorf("token requests = %d, want 2", n)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 2, "GET " + mockPrefix + "/users": 1})
 		})
 	}
 }
