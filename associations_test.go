@@ -8,17 +8,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// resAssociatedWant is testdata/associate_response.json, field by field.
-func resAssociatedWant(t testing.TB) *ThingDetails {
+// associatedWant is testdata/associate_response.json, field by field.
+func associatedWant(t testing.TB) *ThingDetails {
 	return &ThingDetails{
 		Thing: Thing{
 			PhysicalID: "new-device-9", Model: "TH-200", FirmwareVersion: "2.0.0",
-			CreatedAt: resTS(t, "2024-07-01T09:30:00.000Z"), UpdatedAt: resTS(t, "2024-07-01T09:30:00.000Z"),
+			CreatedAt: stamp(t, "2024-07-01T09:30:00.000Z"), UpdatedAt: stamp(t, "2024-07-01T09:30:00.000Z"),
 		},
 		Statuses:       []ThingStatus{},
 		CustomSettings: map[string]any{},
 		AssociatedUsers: []AssociatedUser{
-			{ID: "u/1 ?#%", AssociationData: AssociationData{AssociatedAt: resTS(t, "2024-07-01T09:30:00.000Z")}},
+			{ID: "u/1 ?#%", AssociationData: AssociationData{AssociatedAt: stamp(t, "2024-07-01T09:30:00.000Z")}},
 		},
 	}
 }
@@ -34,8 +34,15 @@ func TestUsersAssociateThing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			rec := resServe(mt, resRaw(tt.status, resSample(t, "associate_response.json")))
+			const path = "/v2/api/management/service_connect/users/u%2F1%20%3F%23%25/associated_things"
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodPost, mockBaseURL+path, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testAPIHeaders(t, r)
+				testQuery(t, r, "")
+				testJSONBody(t, r, `{"physical_id": "new-device-9", "model": "TH-200", "firmware_version": "2.0.0"}`)
+				return rawResponder(tt.status, "application/json", readSample(t, "associate_response.json"))(r)
+			})
 			thing, created, err := c.Users.AssociateThing(t.Context(), "u/1 ?#%",
 				NewAssociation{PhysicalID: "new-device-9", Model: "TH-200", FirmwareVersion: "2.0.0"})
 			if err != nil {
@@ -44,14 +51,10 @@ func TestUsersAssociateThing(t *testing.T) {
 			if created != tt.created {
 				t.Errorf("created = %t, want %t", created, tt.created)
 			}
-			if diff := cmp.Diff(resAssociatedWant(t), thing); diff != "" {
+			if diff := cmp.Diff(associatedWant(t), thing); diff != "" {
 				t.Errorf("Thing (-want +got):\n%s", diff)
 			}
-			resCheckRequests(t, rec.all(), []resWant{{
-				Method: "POST",
-				Path:   "/v2/api/management/service_connect/users/u%2F1%20%3F%23%25/associated_things",
-				Body:   `{"physical_id": "new-device-9", "model": "TH-200", "firmware_version": "2.0.0"}`,
-			}})
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "POST " + mockBaseURL + path: 1})
 		})
 	}
 }
@@ -72,20 +75,25 @@ func TestUsersAssociateThingRefusesBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
+			c, mt := setup(t)
 			thing, created, err := c.Users.AssociateThing(t.Context(), tt.user, tt.a)
 			if !errors.Is(err, ErrInvalidArgument) || thing != nil || created {
 				t.Errorf("AssociateThing = %v, %t, %v; want nil, false, ErrInvalidArgument", thing, created, err)
 			}
-			resNoRequest(t, mt)
+			testCalls(t, mt, nil)
 		})
 	}
 }
 
 // An error answer is returned as such, never as a Thing.
 func TestUsersAssociateThingError(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	resServe(mt, resRaw(http.StatusNotFound, resSample(t, "error_management.json")))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPost, mockPrefix+"/users/u-404/associated_things", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "POST")
+		testAPIHeaders(t, r)
+		testJSONBody(t, r, `{"physical_id": "p", "model": "m", "firmware_version": "1"}`)
+		return rawResponder(http.StatusNotFound, "application/json", readSample(t, "error_management.json"))(r)
+	})
 	thing, created, err := c.Users.AssociateThing(t.Context(), "u-404", NewAssociation{"p", "m", "1"})
 	if !errors.Is(err, ErrNotFound) || thing != nil || created {
 		t.Errorf("AssociateThing = %v, %t, %v; want nil, false, ErrNotFound", thing, created, err)
@@ -95,32 +103,41 @@ func TestUsersAssociateThingError(t *testing.T) {
 // Disassociation sends DELETE with both ids escaped and no body, and
 // accepts the empty 200 answer.
 func TestUsersDisassociateThing(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resServe(mt, resRaw(http.StatusOK, nil))
+	const path = "/v2/api/management/service_connect/users/u%2F1%20%3F/associated_things/AC:DE%2F48%23%25"
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodDelete, mockBaseURL+path, func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "DELETE")
+		testAPIHeaders(t, r)
+		testQuery(t, r, "")
+		testBody(t, r, "")
+		return rawResponder(http.StatusOK, "application/json", "")(r)
+	})
 	if err := c.Users.DisassociateThing(t.Context(), "u/1 ?", "AC:DE/48#%"); err != nil {
 		t.Fatal(err)
 	}
-	resCheckRequests(t, rec.all(), []resWant{{
-		Method: "DELETE",
-		Path:   "/v2/api/management/service_connect/users/u%2F1%20%3F/associated_things/AC:DE%2F48%23%25",
-	}})
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "DELETE " + mockBaseURL + path: 1})
 }
 
 func TestUsersDisassociateThingErrors(t *testing.T) {
 	t.Run("not found", func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
-		resServe(mt, resRaw(http.StatusNotFound, resSample(t, "error_management.json")))
+		c, mt := setup(t)
+		mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/p-1", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "DELETE")
+			testAPIHeaders(t, r)
+			testBody(t, r, "")
+			return rawResponder(http.StatusNotFound, "application/json", readSample(t, "error_management.json"))(r)
+		})
 		if err := c.Users.DisassociateThing(t.Context(), "u-1", "p-1"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("error %v, want ErrNotFound", err)
 		}
 	})
 	for _, ids := range [][2]string{{"", "p-1"}, {"u-1", ""}, {"..", "p-1"}, {"u-1", "."}} {
 		t.Run(ids[0]+"|"+ids[1], func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
+			c, mt := setup(t)
 			if err := c.Users.DisassociateThing(t.Context(), ids[0], ids[1]); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("error %v, want ErrInvalidArgument", err)
 			}
-			resNoRequest(t, mt)
+			testCalls(t, mt, nil)
 		})
 	}
 }

@@ -30,15 +30,15 @@ func authnInvalid() map[string]any {
 	}
 }
 
-// authnRaw answers status with body as it stands, labelled as JSON.
-func authnRaw(status int, body string) httpmock.Responder {
-	return httpmock.NewStringResponder(status, body).HeaderSet(http.Header{"Content-Type": {"application/json"}})
-}
-
 func TestAuthenticateRequest(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	var rec recorder
-	mt.RegisterResponder(http.MethodPost, authnEndpoint, rec.respond(jsonResponder(http.StatusOK, authnValid("u-1", RoleAppUser))))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "POST")
+		testQuery(t, r, "")
+		testAPIHeaders(t, r) // the management token, not the End User's
+		testJSONBody(t, r, `{"access_token": "Bearer eu-123"}`)
+		return jsonResponder(http.StatusOK, authnValid("u-1", RoleAppUser))(r)
+	})
 
 	got, err := c.Authenticate(context.Background(), "Bearer eu-123")
 	if err != nil {
@@ -48,25 +48,7 @@ func TestAuthenticateRequest(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Authenticate (-want +got):\n%s", diff)
 	}
-	reqs := rec.all()
-	if len(reqs) != 1 {
-		t.Fatalf("%d authenticate requests, want 1", len(reqs))
-	}
-	r := reqs[0]
-	if r.Method != http.MethodPost || r.Path != defaultPathPrefix+"/authenticate" || r.Query != "" {
-		t.Errorf("request = %s %s?%s, want POST %s/authenticate", r.Method, r.Path, r.Query, defaultPathPrefix)
-	}
-	for name, want := range map[string]string{
-		"Authorization": "Bearer " + mockToken, // the management token, not the End User's
-		"Content-Type":  "application/json",
-	} {
-		if got := r.Header.Get(name); got != want {
-			t.Errorf("header %s = %q, want %q", name, got, want)
-		}
-	}
-	if diff := cmp.Diff(map[string]any{"access_token": "Bearer eu-123"}, jsonBody(t, r.Body)); diff != "" {
-		t.Errorf("body (-want +got):\n%s", diff)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "POST " + authnEndpoint: 1})
 }
 
 func TestAuthenticateAnswers(t *testing.T) {
@@ -100,8 +82,13 @@ func TestAuthenticateAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			mt.RegisterResponder(http.MethodPost, authnEndpoint, jsonResponder(http.StatusOK, tt.answer))
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testAPIHeaders(t, r)
+				testJSONBody(t, r, `{"access_token": "Bearer eu-123"}`)
+				return jsonResponder(http.StatusOK, tt.answer)(r)
+			})
 			got, err := c.Authenticate(context.Background(), "Bearer eu-123")
 			if err != nil {
 				t.Fatalf("Authenticate: %v", err)
@@ -124,8 +111,13 @@ func TestAuthenticateUntrustedAnswers(t *testing.T) {
 		"wrong type":              `{"is_token_valid":"yes"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			mt.RegisterResponder(http.MethodPost, authnEndpoint, authnRaw(http.StatusOK, body))
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testAPIHeaders(t, r)
+				testJSONBody(t, r, `{"access_token": "Bearer eu-123"}`)
+				return rawResponder(http.StatusOK, "application/json", body)(r)
+			})
 			got, err := c.Authenticate(context.Background(), "Bearer eu-123")
 			var de *DecodeError
 			if !errors.As(err, &de) {
@@ -140,14 +132,12 @@ func TestAuthenticateUntrustedAnswers(t *testing.T) {
 
 func TestAuthenticateBadTokenSendsNothing(t *testing.T) {
 	for _, tok := range []string{"", "   ", "\t\n", "Bearer eu-\xff"} {
-		c, mt := newMockClient(t, Config{})
+		c, mt := setup(t)
 		got, err := c.Authenticate(context.Background(), tok)
 		if !errors.Is(err, ErrInvalidArgument) || got != nil {
 			t.Errorf("Authenticate(%q) = %v, %v; want ErrInvalidArgument", tok, got, err)
 		}
-		if n := mt.GetTotalCallCount(); n != 0 {
-			t.Errorf("Authenticate(%q) made %d requests, want 0", tok, n)
-		}
+		testCalls(t, mt, nil)
 	}
 }
 
@@ -157,7 +147,7 @@ func TestAuthenticateServiceErrors(t *testing.T) {
 		status    int
 		body      map[string]any
 		sentinel  error
-		wantCalls int // a 401 is replayed once with a fresh management token
+		wantCalls int // a 401 is replayed once, with a fresh management token
 	}{
 		{"400 no access token", http.StatusBadRequest,
 			map[string]any{"reason": ReasonRequestValidation, "error_message": "An access token to authenticate must be provided in the body"},
@@ -168,8 +158,13 @@ func TestAuthenticateServiceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			mt.RegisterResponder(http.MethodPost, authnEndpoint, jsonResponder(tt.status, tt.body))
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testAPIHeaders(t, r)
+				testJSONBody(t, r, `{"access_token": "Bearer eu-123"}`)
+				return jsonResponder(tt.status, tt.body)(r)
+			})
 			_, err := c.Authenticate(context.Background(), "Bearer eu-123")
 			var ae *APIError
 			if !errors.As(err, &ae) || !errors.Is(err, tt.sentinel) {
@@ -180,9 +175,7 @@ func TestAuthenticateServiceErrors(t *testing.T) {
 			if diff := cmp.Diff(want, ae); diff != "" {
 				t.Errorf("APIError (-want +got):\n%s", diff)
 			}
-			if n := mt.GetCallCountInfo()["POST "+authnEndpoint]; n != tt.wantCalls {
-				t.Errorf("%d authenticate calls, want %d", n, tt.wantCalls)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: tt.wantCalls, "POST " + authnEndpoint: tt.wantCalls})
 		})
 	}
 }
@@ -192,8 +185,7 @@ func TestAuthenticateRedactsToken(t *testing.T) {
 		token  = "eu-9f8e/7d6c+5b4a-secret"
 		header = "Bearer " + token
 	)
-	html := httpmock.NewStringResponder(http.StatusBadRequest, "<p>bad token: "+header+"</p>").
-		HeaderSet(http.Header{"Content-Type": {"text/html"}})
+	html := rawResponder(http.StatusBadRequest, "text/html", "<p>bad token: "+header+"</p>")
 	tests := []struct {
 		name   string
 		answer httpmock.Responder
@@ -207,9 +199,9 @@ func TestAuthenticateRedactsToken(t *testing.T) {
 			&APIError{StatusCode: 400, Reason: "REDACTED"}},
 		{"body not JSON", html,
 			&APIError{StatusCode: 400, Body: []byte("<p>bad token: REDACTED</p>")}},
-		{"body JSON-escaped", authnRaw(400, `{"detail":"token \"eu-9f8e\/7d6c+5b4a-secret\""}`),
+		{"body JSON-escaped", rawResponder(400, "application/json", `{"detail":"token \"eu-9f8e\/7d6c+5b4a-secret\""}`),
 			&APIError{StatusCode: 400, Body: []byte(`{"detail":"token \"REDACTED\""}`)}},
-		{"body cut inside the token", authnRaw(400, strings.Repeat("x", maxErrorBody-14)+header+" is bad"),
+		{"body cut inside the token", rawResponder(400, "application/json", strings.Repeat("x", maxErrorBody-14)+header+" is bad"),
 			&APIError{StatusCode: 400, Body: []byte(strings.Repeat("x", maxErrorBody-14) + "REDACTED")}},
 	}
 	for _, tt := range tests {

@@ -24,6 +24,7 @@ import (
 // sent (an invalid answer for tokens it does not know) and counts the calls.
 // When gate is set, every call waits for it to be closed first.
 type authnScript struct {
+	t       testing.TB
 	mu      sync.Mutex
 	answers map[string]httpmock.Responder
 	calls   map[string]int
@@ -31,6 +32,8 @@ type authnScript struct {
 }
 
 func (s *authnScript) respond(req *http.Request) (*http.Response, error) {
+	testMethod(s.t, req, "POST")
+	testAPIHeaders(s.t, req)
 	var body authenticateRequest
 	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
 		return nil, err
@@ -62,11 +65,12 @@ func (s *authnScript) callsFor(token string) int {
 	return n
 }
 
-// authnSetup returns a mock client whose authenticate endpoint follows answers.
+// authnSetup returns setup's client, its authenticate endpoint answered by
+// a script of answers.
 func authnSetup(t testing.TB, cfg Config, answers map[string]httpmock.Responder) (*Client, *authnScript) {
 	t.Helper()
-	c, mt := newMockClient(t, cfg)
-	s := &authnScript{answers: answers, calls: map[string]int{}}
+	c, mt := setup(t, cfg)
+	s := &authnScript{t: t, answers: answers, calls: map[string]int{}}
 	mt.RegisterResponder(http.MethodPost, authnEndpoint, s.respond)
 	return c, s
 }
@@ -153,11 +157,11 @@ func TestAuthenticatorCases(t *testing.T) {
 		{name: "SERVICE_ACCOUNT", header: "Bearer mgmt-token", answer: jsonResponder(200, authnValid("sa-1", RoleServiceAccount)),
 			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
 		{name: "SERVICE_ACCOUNT without user_id", header: "Bearer mgmt-token",
-			answer:     authnRaw(200, `{"is_token_valid":true,"user_id":null,"user_role":"SERVICE_ACCOUNT"}`),
+			answer:     rawResponder(200, "application/json", `{"is_token_valid":true,"user_id":null,"user_role":"SERVICE_ACCOUNT"}`),
 			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
 		{name: "other role", header: "Bearer eu-1", answer: jsonResponder(200, authnValid("u-1", "ADMIN")),
 			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
-		{name: "valid without role", header: "Bearer eu-1", answer: authnRaw(200, `{"is_token_valid":true,"user_id":"u-1"}`),
+		{name: "valid without role", header: "Bearer eu-1", answer: rawResponder(200, "application/json", `{"is_token_valid":true,"user_id":"u-1"}`),
 			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
 		{name: "role in other case", header: "Bearer eu-1", answer: jsonResponder(200, authnValid("u-1", "appuser")),
 			wantStatus: 403, wantBody: authnForbiddenBody, wantCalls: 1},
@@ -170,7 +174,7 @@ func TestAuthenticatorCases(t *testing.T) {
 			wantStatus: 401, wantBody: authnServiceBody, wantCalls: 1},
 		{name: "invalid with a 200 code", header: "Bearer eu-1", answer: jsonResponder(200, authnInvalidWith(200, serviceBody)),
 			wantStatus: 401, wantBody: authnServiceBody, wantCalls: 1},
-		{name: "invalid without to_client_response", header: "Bearer eu-1", answer: authnRaw(200, `{"is_token_valid":false}`),
+		{name: "invalid without to_client_response", header: "Bearer eu-1", answer: rawResponder(200, "application/json", `{"is_token_valid":false}`),
 			wantStatus: 401, wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid."), wantCalls: 1},
 		{name: "service failing after retries", header: "Bearer eu-1",
 			answer:     jsonResponder(503, map[string]any{"reason": "SERVICE.UNAVAILABLE", "error_message": ""}),
@@ -183,7 +187,7 @@ func TestAuthenticatorCases(t *testing.T) {
 		{name: "service says 400", header: "Bearer eu-1",
 			answer:     jsonResponder(400, map[string]any{"reason": ReasonRequestValidation, "error_message": "no token"}),
 			wantStatus: 503, wantBody: authnUnavailableBody, wantCalls: 1},
-		{name: "valid without user_id", header: "Bearer eu-1", answer: authnRaw(200, `{"is_token_valid":true,"user_role":"APPUSER"}`),
+		{name: "valid without user_id", header: "Bearer eu-1", answer: rawResponder(200, "application/json", `{"is_token_valid":true,"user_role":"APPUSER"}`),
 			wantStatus: 503, wantBody: authnUnavailableBody, wantCalls: 1},
 	}
 	for _, tt := range tests {
@@ -623,7 +627,7 @@ func TestAuthenticatorNeverLogsTokens(t *testing.T) {
 		"Bearer " + secret + "-503":  jsonResponder(503, map[string]any{"reason": "X", "error_message": ""}),
 		"Bearer " + secret + "-401":  jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""}),
 		"Bearer " + secret + "-down": httpmock.NewErrorResponder(errors.New("dial tcp: connection refused")),
-		"Bearer " + secret + "-bad":  authnRaw(200, `{"is_token_valid":true}`),
+		"Bearer " + secret + "-bad":  rawResponder(200, "application/json", `{"is_token_valid":true}`),
 		// The service's own answers quote the token.
 		"Bearer " + secret + "-echo": jsonResponder(400, map[string]any{"reason": ReasonRequestValidation,
 			"error_message": "Bearer " + secret + "-echo is malformed"}),

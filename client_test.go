@@ -12,14 +12,6 @@ import (
 	"github.com/jarcoal/httpmock"
 )
 
-// getRaw sends a GET of path (below the prefix) through the client's one
-// request path, as every endpoint does.
-func getRaw(ctx context.Context, c *Client, path, query string) (map[string]any, int, error) {
-	var out map[string]any
-	status, err := c.do(ctx, c.newRequest(http.MethodGet, path, query, nil), &out)
-	return out, status, err
-}
-
 func TestNewClientValidates(t *testing.T) {
 	creds := func(c Config) Config { c.ClientID, c.ClientSecret = "id", "secret"; return c }
 	tests := []struct {
@@ -68,66 +60,68 @@ func TestNewClientValidates(t *testing.T) {
 }
 
 func TestNewClientSendsNothing(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	if c == nil || mt.GetTotalCallCount() != 0 {
-		t.Fatalf("NewClient made %d requests; want 0", mt.GetTotalCallCount())
+	c, mt := setup(t)
+	if c == nil {
+		t.Fatal("no client")
 	}
+	testCalls(t, mt, nil)
 }
 
 func TestRequestHeadersAndURL(t *testing.T) {
-	c, mt := newMockClient(t, Config{UserAgent: "inventory-sync/2.1"})
-	var rec recorder
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/a%2Fb%20c",
-		rec.respond(jsonResponder(200, map[string]any{"id": "a/b c"})))
+	c, mt := setup(t, Config{UserAgent: "inventory-sync/2.1"})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/a%2Fb%20c", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", "Bearer "+mockToken)
+		testHeader(t, r, "Content-Type", "application/json")
+		testHeader(t, r, "Accept", "application/json")
+		testHeader(t, r, "User-Agent", "inventory-sync/2.1 management-go/"+Version)
+		testQuery(t, r, "")
+		testBody(t, r, "")
+		return jsonResponder(200, map[string]any{"id": "a/b c"})(r)
+	})
 
-	out, status, err := getRaw(context.Background(), c, "/users/a%2Fb%20c", "")
-	if err != nil || status != 200 {
-		t.Fatalf("do = %d, %v", status, err)
+	u, err := c.Users.Get(context.Background(), "a/b c")
+	if err != nil {
+		t.Fatalf("Users.Get: %v", err)
 	}
-	if diff := cmp.Diff(map[string]any{"id": "a/b c"}, out); diff != "" {
+	if diff := cmp.Diff(&UserDetails{User: User{ID: "a/b c"}}, u); diff != "" {
 		t.Errorf("decoded body (-want +got):\n%s", diff)
 	}
-	reqs := rec.all()
-	if len(reqs) != 1 {
-		t.Fatalf("got %d requests, want 1", len(reqs))
-	}
-	got := reqs[0]
-	want := map[string]string{
-		"Authorization": "Bearer " + mockToken,
-		"Content-Type":  "application/json",
-		"Accept":        "application/json",
-		"User-Agent":    "inventory-sync/2.1 management-go/" + Version,
-	}
-	for k, v := range want {
-		if got.Header.Get(k) != v {
-			t.Errorf("header %s = %q, want %q", k, got.Header.Get(k), v)
-		}
-	}
-	if got.Method != http.MethodGet || got.Path != "/v2/api/management/service_connect/users/a%2Fb%20c" || got.Body != "" {
-		t.Errorf("request = %s %s body %q", got.Method, got.Path, got.Body)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users/a%2Fb%20c": 1})
 }
 
 func TestDefaultUserAgent(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	var rec recorder
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", rec.respond(jsonResponder(200, map[string]any{})))
-	if _, _, err := getRaw(context.Background(), c, "/things", ""); err != nil {
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		testHeader(t, r, "User-Agent", "management-go/"+Version)
+		return jsonResponder(200, map[string]any{"things": []any{}, "next_page": nil})(r)
+	})
+	if _, err := c.Things.ListPage(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if ua := rec.all()[0].Header.Get("User-Agent"); ua != "management-go/"+Version {
-		t.Errorf("User-Agent = %q", ua)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/things": 1})
 }
 
 func TestCustomPathPrefixAndBasePath(t *testing.T) {
-	c, mt := newMockClient(t, Config{BaseURL: "https://gw.example.test/tenant-7/", PathPrefix: "/v3/mgmt/"})
-	mt.RegisterResponder(http.MethodPost, "https://gw.example.test/tenant-7/v3/mgmt/auth/token",
-		jsonResponder(200, map[string]any{"access_token": "t", "token_type": "Bearer", "expires_in": 600}))
-	mt.RegisterResponder(http.MethodGet, "https://gw.example.test/tenant-7/v3/mgmt/users", jsonResponder(200, map[string]any{"ok": true}))
-	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+	const api = "https://gw.example.test/tenant-7/v3/mgmt"
+	c, mt := setup(t, Config{BaseURL: "https://gw.example.test/tenant-7/", PathPrefix: "/v3/mgmt/"})
+	mt.RegisterResponder(http.MethodPost, api+"/auth/token", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "POST")
+		testBody(t, r, grantBody)
+		return jsonResponder(200, map[string]any{"access_token": "t", "token_type": "Bearer", "expires_in": 600})(r)
+	})
+	mt.RegisterResponder(http.MethodGet, api+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", "Bearer t")
+		testQuery(t, r, "")
+		return jsonResponder(200, map[string]any{"users": []any{}, "next_page": nil})(r)
+	})
+	if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
+	testCalls(t, mt, map[string]int{"POST " + api + "/auth/token": 1, "GET " + api + "/users": 1})
 }
 
 func TestResponseDecodeErrors(t *testing.T) {
@@ -146,9 +140,13 @@ func TestResponseDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{MaxResponseBytes: 100})
-			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", tt.resp)
-			_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+			c, mt := setup(t, Config{MaxResponseBytes: 100})
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
+				testAPIHeaders(t, r)
+				return tt.resp(r)
+			})
+			_, err := c.Users.Get(context.Background(), "u-1")
 			var de *DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v (%T); want *DecodeError", err, err)
@@ -167,7 +165,7 @@ func TestResponseDecodeErrors(t *testing.T) {
 }
 
 func TestClientStringHidesCredentials(t *testing.T) {
-	c, _ := newMockClient(t, Config{})
+	c, _ := setup(t)
 	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), c.String()} {
 		if strings.Contains(s, mockSecret) || strings.Contains(s, mockID) {
 			t.Errorf("client printed as %q", s)
@@ -183,18 +181,16 @@ func (s staticSource) Token(context.Context) (*Token, error) {
 }
 
 func TestTokenSourceReplacesClientCredentials(t *testing.T) {
-	c, mt := newMockClient(t, Config{TokenSource: staticSource("user-supplied")})
-	var rec recorder
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(jsonResponder(200, map[string]any{})))
-	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+	c, mt := setup(t, Config{TokenSource: staticSource("user-supplied")})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", "Bearer user-supplied")
+		return jsonResponder(200, map[string]any{"users": []any{}, "next_page": nil})(r)
+	})
+	if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.all()[0].Header.Get("Authorization"); got != "Bearer user-supplied" {
-		t.Errorf("Authorization = %q", got)
-	}
-	if n := mt.GetCallCountInfo()["POST "+mockPrefix+"/auth/token"]; n != 0 {
-		t.Errorf("token endpoint called %d times; want 0", n)
-	}
+	testCalls(t, mt, map[string]int{"GET " + mockPrefix + "/users": 1}) // and never the token endpoint
 }
 
 // mutatingSource returns one *Token whose fields it changes in place, as a
@@ -205,20 +201,19 @@ func (s *mutatingSource) Token(context.Context) (*Token, error) { return &s.tok,
 
 func TestAuthorizationFollowsATokenChangedInPlace(t *testing.T) {
 	src := &mutatingSource{tok: Token{AccessToken: "first", TokenType: "Bearer"}}
-	c, mt := newMockClient(t, Config{TokenSource: src})
-	var rec recorder
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(jsonResponder(200, map[string]any{})))
+	c, mt := setup(t, Config{TokenSource: src})
+	var want string // the Authorization the call under way carries
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", want)
+		return jsonResponder(200, map[string]any{"users": []any{}, "next_page": nil})(r)
+	})
 	for _, access := range []string{"first", "first", "second"} {
 		src.tok.AccessToken = access
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		want = "Bearer " + access
+		if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var got []string
-	for _, r := range rec.all() {
-		got = append(got, r.Header.Get("Authorization"))
-	}
-	if diff := cmp.Diff([]string{"Bearer first", "Bearer first", "Bearer second"}, got); diff != "" {
-		t.Errorf("Authorization per call (-want +got):\n%s", diff)
-	}
+	testCalls(t, mt, map[string]int{"GET " + mockPrefix + "/users": 3})
 }

@@ -3,139 +3,23 @@ package management
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jarcoal/httpmock"
 )
 
-// Helpers shared by the resource tests (users, things, associations,
-// pagination, decoding). Their names start with "res".
-
-// resSample returns the content of testdata/name.
-func resSample(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatalf("reading sample: %v", err)
-	}
-	return b
-}
-
-// resRaw answers status with body as it stands, labelled as JSON.
-func resRaw(status int, body []byte) httpmock.Responder {
-	return func(*http.Request) (*http.Response, error) {
-		resp := httpmock.NewBytesResponse(status, body)
-		resp.Header.Set("Content-Type", "application/json")
-		return resp, nil
-	}
-}
-
-// resServe sends every request but the token one to a recorder answering
-// with next, and returns the recorder.
-func resServe(mt *httpmock.MockTransport, next httpmock.Responder) *recorder {
-	rec := &recorder{}
-	mt.RegisterNoResponder(rec.respond(next))
-	return rec
-}
-
-// resTS parses a wire timestamp.
-func resTS(t testing.TB, s string) Timestamp {
-	t.Helper()
-	tm, err := time.Parse(wireTimeLayout, s)
-	if err != nil {
-		t.Fatalf("bad test timestamp %q: %v", s, err)
-	}
-	return Timestamp{tm}
-}
-
-// resTSPtr is resTS as a pointer.
-func resTSPtr(t testing.TB, s string) *Timestamp {
-	t.Helper()
-	ts := resTS(t, s)
-	return &ts
-}
-
-// resJSON decodes JSON as the client does (numbers as json.Number), for
-// comparing bodies without losing integer precision.
-func resJSON(t testing.TB, s string) any {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("%q is not JSON: %v", s, err)
-	}
-	return v
-}
-
-// resWant is a request a test expects: the escaped path below the base
-// URL, the raw query, and the JSON body ("" for none).
-type resWant struct {
-	Method string
-	Path   string
-	Query  string
-	Body   string
-}
-
-// resCheckRequests compares the recorded requests with want: method, escaped
-// path, raw query, the headers every call carries, and the JSON body.
-func resCheckRequests(t testing.TB, got []recorded, want []resWant) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d requests, want %d: %+v", len(got), len(want), got)
-	}
-	for i, g := range got {
-		w := want[i]
-		if g.Method != w.Method || g.Path != w.Path || g.Query != w.Query {
-			t.Errorf("request %d: %s %s ? %s, want %s %s ? %s", i, g.Method, g.Path, g.Query, w.Method, w.Path, w.Query)
-		}
-		headers := map[string]string{
-			"Authorization": g.Header.Get("Authorization"),
-			"Content-Type":  g.Header.Get("Content-Type"),
-			"Accept":        g.Header.Get("Accept"),
-		}
-		wantHeaders := map[string]string{
-			"Authorization": "Bearer " + mockToken,
-			"Content-Type":  "application/json",
-			"Accept":        "application/json",
-		}
-		if diff := cmp.Diff(wantHeaders, headers); diff != "" {
-			t.Errorf("request %d headers (-want +got):\n%s", i, diff)
-		}
-		if w.Body == "" {
-			if g.Body != "" {
-				t.Errorf("request %d has body %q, want none", i, g.Body)
-			}
-			continue
-		}
-		if diff := cmp.Diff(resJSON(t, w.Body), resJSON(t, g.Body)); diff != "" {
-			t.Errorf("request %d body (-want +got):\n%s", i, diff)
-		}
-	}
-}
-
-// resNoRequest fails the test when mt was asked anything at all (the token
-// endpoint included): the call should have been refused before sending.
-func resNoRequest(t testing.TB, mt *httpmock.MockTransport) {
-	t.Helper()
-	if n := mt.GetTotalCallCount(); n != 0 {
-		t.Errorf("%d requests were sent, want none: %v", n, mt.GetCallCountInfo())
-	}
-}
-
-// resIsDecodeError fails unless err is a *DecodeError.
-func resIsDecodeError(t testing.TB, err error) *DecodeError {
+// asDecodeError fails unless err is a *DecodeError.
+func asDecodeError(t testing.TB, err error) *DecodeError {
 	t.Helper()
 	var de *DecodeError
 	if !errors.As(err, &de) {
@@ -189,34 +73,36 @@ func TestDecodeInvalidSamples(t *testing.T) {
 	usersPageSamples := append([]string{"invalid_type_users_page.json", "invalid_users_page_no_id.json", "things_page.json"}, pageSamples...)
 	thingsPageSamples := append([]string{"invalid_type_things_page.json", "invalid_things_page_no_physical_id.json", "users_page.json"}, pageSamples...)
 	type call struct {
-		name string
-		path string
-		run  func(context.Context, *Client) error
+		name         string
+		method, path string // the request, below the prefix
+		body         string // the request's body, "" for none
+		run          func(context.Context, *Client) error
 	}
-	userCalls := []call{{"Users.Get", "/users/u-1", func(ctx context.Context, c *Client) error {
+	userCalls := []call{{"Users.Get", "GET", "/users/u-1", "", func(ctx context.Context, c *Client) error {
 		_, err := c.Users.Get(ctx, "u-1")
 		return err
 	}}}
 	thingCalls := []call{
-		{"Things.Get", "/things/p-1", func(ctx context.Context, c *Client) error {
+		{"Things.Get", "GET", "/things/p-1", "", func(ctx context.Context, c *Client) error {
 			_, err := c.Things.Get(ctx, "p-1")
 			return err
 		}},
-		{"Things.Update", "/things/p-1", func(ctx context.Context, c *Client) error {
+		{"Things.Update", "PATCH", "/things/p-1", `{"name":"n"}`, func(ctx context.Context, c *Client) error {
 			_, err := c.Things.Update(ctx, "p-1", ThingUpdate{Name: Ptr("n")})
 			return err
 		}},
-		{"Users.AssociateThing", "/users/u-1/associated_things", func(ctx context.Context, c *Client) error {
-			_, _, err := c.Users.AssociateThing(ctx, "u-1", NewAssociation{"p-1", "m", "1"})
-			return err
-		}},
+		{"Users.AssociateThing", "POST", "/users/u-1/associated_things", `{"physical_id":"p-1","model":"m","firmware_version":"1"}`,
+			func(ctx context.Context, c *Client) error {
+				_, _, err := c.Users.AssociateThing(ctx, "u-1", NewAssociation{"p-1", "m", "1"})
+				return err
+			}},
 	}
 	usersPageCalls := []call{
-		{"Users.ListPage", "/users", func(ctx context.Context, c *Client) error {
+		{"Users.ListPage", "GET", "/users", "", func(ctx context.Context, c *Client) error {
 			_, err := c.Users.ListPage(ctx, nil)
 			return err
 		}},
-		{"Users.List", "/users", func(ctx context.Context, c *Client) error {
+		{"Users.List", "GET", "/users", "", func(ctx context.Context, c *Client) error {
 			for _, err := range c.Users.List(ctx, nil) {
 				return err
 			}
@@ -224,11 +110,11 @@ func TestDecodeInvalidSamples(t *testing.T) {
 		}},
 	}
 	thingsPageCalls := []call{
-		{"Things.ListPage", "/things", func(ctx context.Context, c *Client) error {
+		{"Things.ListPage", "GET", "/things", "", func(ctx context.Context, c *Client) error {
 			_, err := c.Things.ListPage(ctx, nil)
 			return err
 		}},
-		{"Things.List", "/things", func(ctx context.Context, c *Client) error {
+		{"Things.List", "GET", "/things", "", func(ctx context.Context, c *Client) error {
 			for _, err := range c.Things.List(ctx, nil) {
 				return err
 			}
@@ -248,9 +134,14 @@ func TestDecodeInvalidSamples(t *testing.T) {
 		for _, sample := range g.samples {
 			for _, cl := range g.calls {
 				t.Run(cl.name+"/"+sample, func(t *testing.T) {
-					c, mt := newMockClient(t, Config{})
-					resServe(mt, resRaw(http.StatusOK, resSample(t, sample)))
-					de := resIsDecodeError(t, cl.run(t.Context(), c))
+					c, mt := setup(t)
+					mt.RegisterResponder(cl.method, mockPrefix+cl.path, func(r *http.Request) (*http.Response, error) {
+						testMethod(t, r, cl.method)
+						testAPIHeaders(t, r)
+						testBody(t, r, cl.body)
+						return rawResponder(http.StatusOK, "application/json", readSample(t, sample))(r)
+					})
+					de := asDecodeError(t, cl.run(t.Context(), c))
 					if de.Path != cl.path || de.StatusCode != http.StatusOK {
 						t.Errorf("DecodeError names %s %d, want %s 200", de.Path, de.StatusCode, cl.path)
 					}
@@ -266,50 +157,62 @@ func TestDecodeInvalidSamples(t *testing.T) {
 // without a physical id, a page without its array or with an item lacking
 // its id, on any page of a listing.
 func TestDecodeEmptySuccessIsDecodeError(t *testing.T) {
-	notFound := []byte(`{"reason": "COMMON.ENTITY_NOT_FOUND", "error_message": "gone"}`)
+	const notFound = `{"reason": "COMMON.ENTITY_NOT_FOUND", "error_message": "gone"}`
 	tests := []struct {
 		name   string
 		status int
-		body   []byte
+		body   string
+		sent   string // the request's body, "" for none
 		run    func(context.Context, *Client) (any, error)
-		want   string
+		want   string // names the request the handler expects
 	}{
-		{"Users.Get null", 200, []byte(`null`), func(ctx context.Context, c *Client) (any, error) { return c.Users.Get(ctx, "u-1") },
+		{"Users.Get null", 200, `null`, "", func(ctx context.Context, c *Client) (any, error) { return c.Users.Get(ctx, "u-1") },
 			"management: GET /users/u-1: 200 response: no User id"},
-		{"Users.Get error shape", 200, notFound, func(ctx context.Context, c *Client) (any, error) { return c.Users.Get(ctx, "u-1") },
+		{"Users.Get error shape", 200, notFound, "", func(ctx context.Context, c *Client) (any, error) { return c.Users.Get(ctx, "u-1") },
 			"management: GET /users/u-1: 200 response: no User id"},
-		{"Things.Get no physical id", 200, []byte(`{"id": "p-1", "name": "n"}`), func(ctx context.Context, c *Client) (any, error) {
+		{"Things.Get no physical id", 200, `{"id": "p-1", "name": "n"}`, "", func(ctx context.Context, c *Client) (any, error) {
 			return c.Things.Get(ctx, "p-1")
 		}, "management: GET /things/p-1: 200 response: no Thing physical_id"},
-		{"Things.Update error shape", 200, notFound, func(ctx context.Context, c *Client) (any, error) {
+		{"Things.Update error shape", 200, notFound, `{"name":"n"}`, func(ctx context.Context, c *Client) (any, error) {
 			return c.Things.Update(ctx, "p-1", ThingUpdate{Name: Ptr("n")})
 		}, "management: PATCH /things/p-1: 200 response: no Thing physical_id"},
-		{"AssociateThing 201 null", 201, []byte(`null`), func(ctx context.Context, c *Client) (any, error) {
+		{"AssociateThing 201 null", 201, `null`, `{"physical_id":"p-1","model":"m","firmware_version":"1"}`, func(ctx context.Context, c *Client) (any, error) {
 			th, created, err := c.Users.AssociateThing(ctx, "u-1", NewAssociation{"p-1", "m", "1"})
 			if created {
 				t.Error("created with an error")
 			}
 			return th, err
 		}, "management: POST /users/u-1/associated_things: 201 response: no Thing physical_id"},
-		{"Users.ListPage null users", 200, []byte(`{"users": null, "next_page": null}`), func(ctx context.Context, c *Client) (any, error) {
+		{"Users.ListPage null users", 200, `{"users": null, "next_page": null}`, "", func(ctx context.Context, c *Client) (any, error) {
 			return c.Users.ListPage(ctx, nil)
 		}, `management: GET /users: 200 response: no "users" array`},
-		{"Things.ListPage error shape", 200, notFound, func(ctx context.Context, c *Client) (any, error) {
+		{"Things.ListPage error shape", 200, notFound, "", func(ctx context.Context, c *Client) (any, error) {
 			return c.Things.ListPage(ctx, nil)
 		}, `management: GET /things: 200 response: no "things" array`},
-		{"Things.ListPage item without physical id", 200, []byte(`{"things": [{"physical_id": "p-1"}, {"physical_id": ""}]}`),
+		{"Things.ListPage item without physical id", 200, `{"things": [{"physical_id": "p-1"}, {"physical_id": ""}]}`, "",
 			func(ctx context.Context, c *Client) (any, error) { return c.Things.ListPage(ctx, nil) },
 			"management: GET /things: 200 response: things[1] has no physical_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := setup(t)
-			resServe(mt, resRaw(tt.status, tt.body))
-			got, err := tt.run(t.Context(), c)
-			de := resIsDecodeError(t, err)
 			// tt.want without what DecodeError adds of the answer (its
 			// Content-Type and first bytes, tested on their own).
 			head, cause, _ := strings.Cut(tt.want, " response: ")
+			// The handler expects the request that the error names.
+			var method, path string
+			if _, err := fmt.Sscanf(head, "management: %s %s", &method, &path); err != nil {
+				t.Fatalf("want %q names no request: %v", tt.want, err)
+			}
+			path = strings.TrimSuffix(path, ":")
+			c, mt := setup(t)
+			mt.RegisterResponder(method, mockPrefix+path, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, method)
+				testAPIHeaders(t, r)
+				testBody(t, r, tt.sent)
+				return rawResponder(tt.status, "application/json", tt.body)(r)
+			})
+			got, err := tt.run(t.Context(), c)
+			de := asDecodeError(t, err)
 			if got := err.Error(); de.StatusCode != tt.status || !strings.HasPrefix(got, head+" response") || de.Err.Error() != cause {
 				t.Errorf("error %q (status %d), want %q (status %d)", got, de.StatusCode, tt.want, tt.status)
 			}
@@ -324,15 +227,15 @@ func TestDecodeEmptySuccessIsDecodeError(t *testing.T) {
 	}
 	t.Run("Users.List page 2 item without id", func(t *testing.T) {
 		c, mt := setup(t)
-		resPages(mt, map[string]httpmock.Responder{
-			resUsersPath:             resUsers(resUsersPath+"?page=2", "u-1"),
-			resUsersPath + "?page=2": resRaw(http.StatusOK, []byte(`{"users": [{"id": "u-2"}, {"email": null}], "next_page": null}`)),
+		registerPages(t, mt, map[string]httpmock.Responder{
+			usersPath:             pageOfUsers(usersPath+"?page=2", "u-1"),
+			usersPath + "?page=2": rawResponder(http.StatusOK, "application/json", `{"users": [{"id": "u-2"}, {"email": null}], "next_page": null}`),
 		})
-		ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+		ids, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 		if !cmp.Equal([]string{"u-1"}, ids) || len(errs) != 1 {
 			t.Fatalf("ids %v, errors %v; want u-1 then one error", ids, errs)
 		}
-		resIsDecodeError(t, errs[0])
+		asDecodeError(t, errs[0])
 		got := errs[0].Error()
 		if !strings.HasPrefix(got, "management: listing /users, page 2: GET /users: 200 response") || !strings.Contains(got, ": users[1] has no id") {
 			t.Errorf("error %q, want it to name page 2 of /users and users[1] without id", got)
@@ -344,7 +247,15 @@ func TestDecodeEmptySuccessIsDecodeError(t *testing.T) {
 // last page, and disassociation's empty 200 (or any body) is no error.
 func TestDecodeDocumentedSuccesses(t *testing.T) {
 	c, mt := setup(t)
-	resServe(mt, resRaw(http.StatusOK, []byte(`{"users": [], "things": [], "next_page": null}`)))
+	for _, path := range []string{"/users", "/things"} {
+		mt.RegisterResponder(http.MethodGet, mockPrefix+path, func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			testQuery(t, r, "")
+			testBody(t, r, "")
+			return rawResponder(http.StatusOK, "application/json", `{"users": [], "things": [], "next_page": null}`)(r)
+		})
+	}
 	if up, err := c.Users.ListPage(t.Context(), nil); err != nil || len(up.Items) != 0 || up.NextPage != "" {
 		t.Errorf("Users.ListPage = %v, %v; want an empty last page", up, err)
 	}
@@ -357,37 +268,47 @@ func TestDecodeDocumentedSuccesses(t *testing.T) {
 			testMethod(t, r, "DELETE")
 			testHeader(t, r, "Authorization", "Bearer "+mockToken)
 			testBody(t, r, "")
-			return resRaw(http.StatusOK, []byte(body))(r)
+			return rawResponder(http.StatusOK, "application/json", body)(r)
 		})
 		if err := c.Users.DisassociateThing(t.Context(), "u-1", "p-1"); err != nil {
 			t.Errorf("DisassociateThing with body %q: %v", body, err)
 		}
-		if n := mt.GetTotalCallCount(); n != 2 {
-			t.Errorf("%d requests, want the token's and the DELETE", n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "DELETE " + mockPrefix + "/users/u-1/associated_things/p-1": 1})
 	}
 }
 
 // The token response sample is accepted, and its token is what the next
 // call carries.
 func TestDecodeTokenResponseSample(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	mt.RegisterResponder(http.MethodPost, mockPrefix+"/auth/token", resRaw(http.StatusOK, resSample(t, "token_response.json")))
-	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json")))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "POST")
+		testHeader(t, r, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(mockID+":"+mockSecret)))
+		testBody(t, r, grantBody)
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "token_response.json"))(r)
+	})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-anon", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", "Bearer sample-token-from-testdata")
+		testBody(t, r, "")
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "user_details_anonymous.json"))(r)
+	})
 	if _, err := c.Users.Get(t.Context(), "u-anon"); err != nil {
 		t.Fatal(err)
 	}
-	got := rec.all()
-	if len(got) != 1 || got[0].Header.Get("Authorization") != "Bearer sample-token-from-testdata" {
-		t.Fatalf("requests %+v, want one carrying the sample's token", got)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users/u-anon": 1})
 }
 
 // Both error shapes of the spec are decoded into their typed errors.
 func TestDecodeErrorSamples(t *testing.T) {
 	t.Run("management", func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
-		resServe(mt, resRaw(http.StatusNotFound, resSample(t, "error_management.json")))
+		c, mt := setup(t)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-404", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			testBody(t, r, "")
+			return rawResponder(http.StatusNotFound, "application/json", readSample(t, "error_management.json"))(r)
+		})
 		_, err := c.Users.Get(t.Context(), "u-404")
 		var ae *APIError
 		if !errors.As(err, &ae) || !errors.Is(err, ErrNotFound) {
@@ -399,9 +320,13 @@ func TestDecodeErrorSamples(t *testing.T) {
 		}
 	})
 	t.Run("token", func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
-		mt.RegisterResponder(http.MethodPost, mockPrefix+"/auth/token", resRaw(http.StatusUnauthorized, resSample(t, "error_token.json")))
-		rec := resServe(mt, resRaw(http.StatusOK, []byte(`{}`)))
+		c, mt := setup(t)
+		mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "POST")
+			testBody(t, r, grantBody)
+			return rawResponder(http.StatusUnauthorized, "application/json", readSample(t, "error_token.json"))(r)
+		})
+		// No handler for the Thing: a request without a token fails the test.
 		_, err := c.Things.Get(t.Context(), "p-1")
 		var te *TokenError
 		if !errors.As(err, &te) || !errors.Is(err, ErrInvalidClient) {
@@ -411,9 +336,7 @@ func TestDecodeErrorSamples(t *testing.T) {
 		if diff := cmp.Diff(want, te); diff != "" {
 			t.Errorf("TokenError (-want +got):\n%s", diff)
 		}
-		if n := len(rec.all()); n != 0 {
-			t.Errorf("%d API requests without a token, want none", n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1})
 	})
 }
 
@@ -431,8 +354,13 @@ func TestDecodeAuthenticateSamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.sample, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			resServe(mt, resRaw(http.StatusOK, resSample(t, tt.sample)))
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testAPIHeaders(t, r)
+				testJSONBody(t, r, `{"access_token": "Bearer eu-1"}`)
+				return rawResponder(http.StatusOK, "application/json", readSample(t, tt.sample))(r)
+			})
 			got, err := c.Authenticate(t.Context(), "Bearer eu-1")
 			if err != nil {
 				t.Fatal(err)
@@ -444,35 +372,38 @@ func TestDecodeAuthenticateSamples(t *testing.T) {
 	}
 }
 
-// resFuzzBody is the context key under which a fuzz input travels to the
-// mock transport's responder, so that one client serves every input
+// fuzzBody is the context key under which a fuzz input travels to the
+// mock transport's handlers, so that one client serves every input
 // without shared mutable state.
-type resFuzzBody struct{}
+type fuzzBody struct{}
 
-// resFuzzClient returns a client whose every API call is answered 200 with
-// the bytes stored in the request's context under resFuzzBody.
-func resFuzzClient(f *testing.F) *Client {
+// fuzzClient returns a client whose reads of u-1, p-1 and the lists are
+// answered 200 with the bytes stored in the request's context under
+// fuzzBody.
+func fuzzClient(f *testing.F) *Client {
 	f.Helper()
-	c, mt := newMockClient(f, Config{MaxRetries: -1})
-	mt.RegisterNoResponder(func(req *http.Request) (*http.Response, error) {
-		body, _ := req.Context().Value(resFuzzBody{}).([]byte)
-		return httpmock.NewBytesResponse(http.StatusOK, body), nil
-	})
+	c, mt := setup(f, Config{MaxRetries: -1})
+	for _, path := range []string{"/users/u-1", "/things/p-1", "/users", "/things"} {
+		mt.RegisterResponder(http.MethodGet, mockPrefix+path, func(req *http.Request) (*http.Response, error) {
+			body, _ := req.Context().Value(fuzzBody{}).([]byte)
+			return httpmock.NewBytesResponse(http.StatusOK, body), nil
+		})
+	}
 	return c
 }
 
-// resFuzzSeeds adds the testdata samples to f's seed corpus.
-func resFuzzSeeds(f *testing.F, names ...string) {
+// fuzzSeeds adds the testdata samples to f's seed corpus.
+func fuzzSeeds(f *testing.F, names ...string) {
 	for _, name := range names {
-		f.Add(resSample(f, name))
+		f.Add([]byte(readSample(f, name)))
 	}
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"custom_settings": {"a": [[[[{"b": 1e400}]]]]}}`))
 }
 
-// resFuzzCheck fails unless err is nil or a *DecodeError: whatever the
+// fuzzCheck fails unless err is nil or a *DecodeError: whatever the
 // body, the decoder reports it and never panics.
-func resFuzzCheck(t *testing.T, body []byte, err error) {
+func fuzzCheck(t *testing.T, body []byte, err error) {
 	t.Helper()
 	var de *DecodeError
 	if err != nil && !errors.As(err, &de) {
@@ -480,9 +411,9 @@ func resFuzzCheck(t *testing.T, body []byte, err error) {
 	}
 }
 
-// resPlainDecode decodes body into a fresh V as the client does (numbers
+// plainDecode decodes body into a fresh V as the client does (numbers
 // as json.Number, one value only), without any check of what it holds.
-func resPlainDecode[V any](body []byte) (V, error) {
+func plainDecode[V any](body []byte) (V, error) {
 	var v V
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -495,15 +426,15 @@ func resPlainDecode[V any](body []byte) (V, error) {
 	return v, err
 }
 
-// resFuzzAgree checks the client's answer against a plain decode of body
+// fuzzAgree checks the client's answer against a plain decode of body
 // into a fresh V: the client succeeds, with the same value, exactly when
 // the plain decode succeeds with a value that identifies what was asked
 // for; otherwise it fails with a *DecodeError. A 2xx body that is null, an
 // error shape or lacks the identifying field is never an empty success.
-func resFuzzAgree[V any](t *testing.T, body []byte, got *V, err error, identified func(*V) bool) {
+func fuzzAgree[V any](t *testing.T, body []byte, got *V, err error, identified func(*V) bool) {
 	t.Helper()
-	resFuzzCheck(t, body, err)
-	want, werr := resPlainDecode[V](body)
+	fuzzCheck(t, body, err)
+	want, werr := plainDecode[V](body)
 	if wantOK := werr == nil && identified(&want); (err == nil) != wantOK {
 		t.Fatalf("body %q: client error %v; plain decoder error %v, identified %t", body, err, werr, werr == nil && identified(&want))
 	}
@@ -514,18 +445,18 @@ func resFuzzAgree[V any](t *testing.T, body []byte, got *V, err error, identifie
 	}
 }
 
-// resFuzzListAgree checks a ListPage answer against a plain decode of body
+// fuzzListAgree checks a ListPage answer against a plain decode of body
 // into the wire page W: the page is accepted (and then holds the plain
 // decode's items) exactly when the decode succeeds with an items array
 // (present and not null) whose every item has an id. A page linking to
 // itself is accepted by the decoder, then refused as a link.
-func resFuzzListAgree[W, T any](t *testing.T, body []byte, got *Page[*T], err error, items func(*W) []T, id func(*T) string) {
+func fuzzListAgree[W, T any](t *testing.T, body []byte, got *Page[*T], err error, items func(*W) []T, id func(*T) string) {
 	t.Helper()
 	decoded := err == nil || errors.Is(err, ErrInvalidPageLink)
 	if !decoded {
-		resFuzzCheck(t, body, err)
+		fuzzCheck(t, body, err)
 	}
-	want, werr := resPlainDecode[W](body)
+	want, werr := plainDecode[W](body)
 	var wantItems []T
 	identified := false
 	if werr == nil {
@@ -551,38 +482,38 @@ func resFuzzListAgree[W, T any](t *testing.T, body []byte, got *Page[*T], err er
 }
 
 func FuzzDecodeUserDetails(f *testing.F) {
-	resFuzzSeeds(f, "user_details.json", "user_details_anonymous.json", "user_details_future.json", "invalid_truncated.json",
+	fuzzSeeds(f, "user_details.json", "user_details_anonymous.json", "user_details_future.json", "invalid_truncated.json",
 		"invalid_error_shape.json", "invalid_user_no_id.json")
-	c := resFuzzClient(f)
+	c := fuzzClient(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
+		ctx := context.WithValue(t.Context(), fuzzBody{}, body)
 		u, err := c.Users.Get(ctx, "u-1")
-		resFuzzAgree(t, body, u, err, func(u *UserDetails) bool { return u.ID != "" })
+		fuzzAgree(t, body, u, err, func(u *UserDetails) bool { return u.ID != "" })
 	})
 }
 
 func FuzzDecodeThingDetails(f *testing.F) {
-	resFuzzSeeds(f, "thing_details.json", "thing_details_bare.json", "associate_response.json", "invalid_type_statuses.json",
+	fuzzSeeds(f, "thing_details.json", "thing_details_bare.json", "associate_response.json", "invalid_type_statuses.json",
 		"invalid_error_shape.json", "invalid_thing_no_physical_id.json")
-	c := resFuzzClient(f)
+	c := fuzzClient(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
+		ctx := context.WithValue(t.Context(), fuzzBody{}, body)
 		th, err := c.Things.Get(ctx, "p-1")
-		resFuzzAgree(t, body, th, err, func(th *ThingDetails) bool { return th.PhysicalID != "" })
+		fuzzAgree(t, body, th, err, func(th *ThingDetails) bool { return th.PhysicalID != "" })
 	})
 }
 
 func FuzzDecodeListPage(f *testing.F) {
-	resFuzzSeeds(f, "users_page.json", "things_page.json", "invalid_type_users_page.json",
+	fuzzSeeds(f, "users_page.json", "things_page.json", "invalid_type_users_page.json",
 		"invalid_error_shape.json", "invalid_page_no_items.json", "invalid_page_null_items.json",
 		"invalid_users_page_no_id.json", "invalid_things_page_no_physical_id.json")
 	f.Add([]byte(`{"users": [], "next_page": "/v2/api/management/service_connect/users"}`))
-	c := resFuzzClient(f)
+	c := fuzzClient(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := context.WithValue(t.Context(), resFuzzBody{}, body)
+		ctx := context.WithValue(t.Context(), fuzzBody{}, body)
 		up, uerr := c.Users.ListPage(ctx, nil)
-		resFuzzListAgree(t, body, up, uerr, func(p *usersPage) []User { return p.Users }, resUserID)
+		fuzzListAgree(t, body, up, uerr, func(p *usersPage) []User { return p.Users }, idOfUser)
 		tp, terr := c.Things.ListPage(ctx, nil)
-		resFuzzListAgree(t, body, tp, terr, func(p *thingsPage) []Thing { return p.Things }, resThingID)
+		fuzzListAgree(t, body, tp, terr, func(p *thingsPage) []Thing { return p.Things }, idOfThing)
 	})
 }

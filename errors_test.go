@@ -2,7 +2,6 @@ package management
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,46 +60,47 @@ func TestAPIErrorIs(t *testing.T) {
 	}
 }
 
-// answerError maps a non-2xx answer of status and body to req as the
-// request path does: checkTokenResponse for the token endpoint,
-// checkResponse for the others.
-func answerError(req *request, status int, body string) error {
-	resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}
-	if req.secret && req.path == "/auth/token" {
-		return checkTokenResponse(req, resp)
+// answerError sends Users.Get("u-1") through a client (that never retries)
+// whose management endpoint, or whose token endpoint when token is set,
+// answers status and body, and returns the error the call fails with.
+func answerError(t *testing.T, token bool, status int, body string) error {
+	t.Helper()
+	c, mt := setup(t, Config{MaxRetries: -1})
+	method, route := http.MethodGet, mockPrefix+"/users/u-1"
+	if token {
+		method, route = http.MethodPost, tokenURL
 	}
-	return checkResponse(req, resp)
-}
-
-func testRequests() (api, token *request) {
-	c, _ := NewClient(Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret})
-	return c.newRequest("GET", "/users/u-1", "", nil), secretRequest(c.newRequest("POST", "/auth/token", "", nil))
+	mt.RegisterResponder(method, route, rawResponder(status, "", body))
+	u, err := c.Users.Get(t.Context(), "u-1")
+	if u != nil {
+		t.Errorf("Users.Get = %+v with an error answer", u)
+	}
+	return err
 }
 
 func TestErrorFor(t *testing.T) {
-	api, token := testRequests()
 	tests := []struct {
 		name   string
-		req    *request
+		token  bool // the token endpoint answers, not the User's
 		status int
 		body   string
 		want   error
 	}{
-		{"management shape", api, 404, `{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"User u-1 was not found"}`,
+		{"management shape", false, 404, `{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"User u-1 was not found"}`,
 			&APIError{StatusCode: 404, Reason: ReasonEntityNotFound, Message: "User u-1 was not found", Method: "GET", Path: "/users/u-1"}},
-		{"token shape on token endpoint", token, 401, `{"error":"invalid_client","error_description":"Bad client"}`,
+		{"token shape on token endpoint", true, 401, `{"error":"invalid_client","error_description":"Bad client"}`,
 			&TokenError{StatusCode: 401, Code: "invalid_client", Description: "Bad client"}},
-		{"token shape elsewhere", api, 401, `{"error":"invalid_token","error_description":"expired"}`,
+		{"token shape elsewhere", false, 401, `{"error":"invalid_token","error_description":"expired"}`,
 			&APIError{StatusCode: 401, Reason: "invalid_token", Message: "expired", Method: "GET", Path: "/users/u-1"}},
-		{"not JSON", api, 502, `<html>bad gateway</html>`,
+		{"not JSON", false, 502, `<html>bad gateway</html>`,
 			&APIError{StatusCode: 502, Method: "GET", Path: "/users/u-1", Body: []byte("<html>bad gateway</html>")}},
-		{"empty", token, 500, ``, &APIError{StatusCode: 500, Method: "POST", Path: "/auth/token"}},
-		{"wrong types", api, 400, `{"reason":7,"error_message":["x"]}`,
+		{"empty", true, 500, ``, &APIError{StatusCode: 500, Method: "POST", Path: "/auth/token"}},
+		{"wrong types", false, 400, `{"reason":7,"error_message":["x"]}`,
 			&APIError{StatusCode: 400, Method: "GET", Path: "/users/u-1", Body: []byte(`{"reason":7,"error_message":["x"]}`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := answerError(tt.req, tt.status, tt.body)
+			got := answerError(t, tt.token, tt.status, tt.body)
 			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b []byte) bool { return string(a) == string(b) })); diff != "" {
 				t.Errorf("errorFor (-want +got):\n%s", diff)
 			}
@@ -109,8 +109,13 @@ func TestErrorFor(t *testing.T) {
 }
 
 func TestErrorPathNeverHasQuery(t *testing.T) {
-	c, _ := NewClient(Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret})
-	err := answerError(c.linkRequest(defaultPathPrefix+"/users?page=opaque-token-123"), 400, `{"reason":"COMMON.REQUEST_VALIDATION","error_message":"Invalid page"}`)
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testQuery(t, r, "page=opaque-token-123")
+		return rawResponder(400, "application/json", `{"reason":"COMMON.REQUEST_VALIDATION","error_message":"Invalid page"}`)(r)
+	})
+	_, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: usersPath + "?page=opaque-token-123"})
 	if s := err.Error(); s != "management: GET /users: 400 COMMON.REQUEST_VALIDATION: Invalid page" {
 		t.Errorf("Error() = %q", s)
 	}
@@ -126,15 +131,10 @@ func FuzzErrorBody(f *testing.F) {
 		f.Add(401, []byte(seed), true)
 	}
 	f.Fuzz(func(t *testing.T, status int, body []byte, tokenEndpoint bool) {
-		api, token := testRequests()
-		req := api
-		if tokenEndpoint {
-			req = token
-		}
 		if status < 300 || status > 999 {
-			status = 300 + (status%700+700)%700 // checkResponse sees only answers that are not 2xx
+			status = 300 + (status%700+700)%700 // answers that are not 2xx
 		}
-		err := answerError(req, status, string(body))
+		err := answerError(t, tokenEndpoint, status, string(body))
 		if err == nil || err.Error() == "" {
 			t.Fatalf("errorFor(%d, %q) = %v", status, body, err)
 		}

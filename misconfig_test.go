@@ -33,8 +33,12 @@ func TestTokenEndpointAnswerWithoutOAuthShapeIsMisconfiguration(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, mt := setup(t)
-			mt.RegisterResponder(http.MethodPost, tokenURL, tt.resp)
-			_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+			mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testBody(t, r, grantBody)
+				return tt.resp(r)
+			})
+			_, err := c.Users.Get(context.Background(), "u-1")
 
 			var te *TokenError
 			if !errors.As(err, &te) {
@@ -60,9 +64,7 @@ func TestTokenEndpointAnswerWithoutOAuthShapeIsMisconfiguration(t *testing.T) {
 			if errors.As(err, &ae) {
 				t.Errorf("errors.As finds an *APIError: %+v", ae)
 			}
-			if n := mt.GetTotalCallCount(); n != 1 {
-				t.Errorf("%d requests, want the token request only, once", n)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1}) // the token request only, once
 		})
 	}
 }
@@ -72,8 +74,12 @@ func TestTokenEndpointOutageIsNotMisconfiguration(t *testing.T) {
 	for _, status := range []int{429, 500, 502, 503, 504} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			c, mt := setup(t, Config{MaxRetries: -1})
-			mt.RegisterResponder(http.MethodPost, tokenURL, httpmock.NewStringResponder(status, "<html>"+leak+"</html>"))
-			_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+			mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testBody(t, r, grantBody)
+				return rawResponder(status, "text/html", "<html>"+leak+"</html>")(r)
+			})
+			_, err := c.Users.Get(context.Background(), "u-1")
 			want := &APIError{StatusCode: status, Method: "POST", Path: "/auth/token"}
 			var ae *APIError
 			if !errors.As(err, &ae) {
@@ -85,6 +91,7 @@ func TestTokenEndpointOutageIsNotMisconfiguration(t *testing.T) {
 			if errors.Is(err, ErrMisconfigured) || errors.Is(err, ErrRateLimited) != (status == 429) {
 				t.Errorf("errors.Is: ErrMisconfigured %t, ErrRateLimited %t", errors.Is(err, ErrMisconfigured), errors.Is(err, ErrRateLimited))
 			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1})
 		})
 	}
 }
@@ -182,8 +189,12 @@ func TestTransportErrorOfAPackageErrorOverTheWire(t *testing.T) {
 	// A retry whose fresh token cannot be had: the token error, inside the
 	// *TransportError, reads with the prefix once.
 	c, mt := setup(t, Config{TokenSource: &failingAfterFirst{}})
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
-	_, _, err := getRaw(context.Background(), c, "/users", "")
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", "Bearer t") // the first token; no retry got another
+		return httpmock.NewStringResponse(503, ""), nil
+	})
+	_, err := c.Users.ListPage(context.Background(), nil)
 	if err == nil || strings.Count(err.Error(), "management: ") != 1 || !errors.Is(err, ErrInvalidClient) {
 		t.Fatalf("err = %v; want the prefix once, and ErrInvalidClient through it", err)
 	}

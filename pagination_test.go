@@ -17,102 +17,30 @@ import (
 	"github.com/jarcoal/httpmock"
 )
 
-const (
-	resUsersPath  = "/v2/api/management/service_connect/users"
-	resThingsPath = "/v2/api/management/service_connect/things"
-)
-
-// resPages serves list pages by escaped path and raw query, as a server
-// that hands out next_page links would, and records every request. A
-// request for anything else gets a 418, so that a test sees it.
-func resPages(mt *httpmock.MockTransport, pages map[string]httpmock.Responder) *recorder {
-	return resServe(mt, func(req *http.Request) (*http.Response, error) {
-		key := req.URL.EscapedPath()
-		if req.URL.RawQuery != "" {
-			key += "?" + req.URL.RawQuery
-		}
-		if r, ok := pages[key]; ok {
-			return r(req)
-		}
-		return httpmock.NewStringResponse(http.StatusTeapot, "unexpected request "+key), nil
-	})
-}
-
-// resUsers is a users page of the given ids, with next as next_page ("" for null).
-func resUsers(next string, ids ...string) httpmock.Responder {
-	users := make([]map[string]any, len(ids))
-	for i, id := range ids {
-		users[i] = map[string]any{"id": id, "created_at": "2024-01-02T03:04:05.678Z", "updated_at": "2024-01-02T03:04:05.678Z"}
-	}
-	body := map[string]any{"users": users, "next_page": nil}
-	if next != "" {
-		body["next_page"] = next
-	}
-	return jsonResponder(http.StatusOK, body)
-}
-
-// resThings is a things page of the given physical ids.
-func resThings(next string, ids ...string) httpmock.Responder {
-	things := make([]map[string]any, len(ids))
-	for i, id := range ids {
-		things[i] = map[string]any{"physical_id": id, "created_at": "2024-01-02T03:04:05.678Z", "updated_at": "2024-01-02T03:04:05.678Z"}
-	}
-	body := map[string]any{"things": things, "next_page": nil}
-	if next != "" {
-		body["next_page"] = next
-	}
-	return jsonResponder(http.StatusOK, body)
-}
-
-// resCollect ranges over seq and returns the ids and errors it yielded.
-// It gives up after 100 yields, so that a listing that loops fails the test.
-func resCollect[T any](seq func(func(*T, error) bool), id func(*T) string) (ids []string, errs []error) {
-	n := 0
-	for item, err := range seq {
-		if n++; n > 100 {
-			errs = append(errs, errors.New("more than 100 yields: the listing loops"))
-			break
-		}
-		if err != nil {
-			if item != nil {
-				ids = append(ids, "non-nil item with error")
-			}
-			errs = append(errs, err)
-			continue
-		}
-		ids = append(ids, id(item))
-	}
-	return ids, errs
-}
-
-func resUserID(u *User) string          { return u.ID }
-func resThingID(t *Thing) string        { return t.PhysicalID }
-func resGet(path, query string) resWant { return resWant{Method: "GET", Path: path, Query: query} }
-
 // Pages are followed through their links exactly as given, with nothing
 // added or re-encoded, past an empty page in the middle.
 func TestListFollowsPagesExactly(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resPages(mt, map[string]httpmock.Responder{
-		resUsersPath + "?order_by=updatedAt&order_direction=desc": resUsers(resUsersPath+"?page=p%2F2%3D%3D&x=a+b", "u-1", "u-2"),
-		resUsersPath + "?page=p%2F2%3D%3D&x=a+b":                  resUsers(resUsersPath+"/?page=3;odd=%7E", "u-3"),
-		resUsersPath + "/?page=3;odd=%7E":                         resUsers("/v2/api/management/service_connect/users%2Fmore?page=4"),
-		resUsersPath + "%2Fmore?page=4":                           resUsers("", "u-4", "u-5"),
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath + "?order_by=updatedAt&order_direction=desc": pageOfUsers(usersPath+"?page=p%2F2%3D%3D&x=a+b", "u-1", "u-2"),
+		usersPath + "?page=p%2F2%3D%3D&x=a+b":                  pageOfUsers(usersPath+"/?page=3;odd=%7E", "u-3"),
+		usersPath + "/?page=3;odd=%7E":                         pageOfUsers("/v2/api/management/service_connect/users%2Fmore?page=4"),
+		usersPath + "%2Fmore?page=4":                           pageOfUsers("", "u-4", "u-5"),
 	})
 	opts := &ListOptions{OrderBy: OrderByUpdatedAt, Direction: Descending}
-	ids, errs := resCollect(c.Users.List(t.Context(), opts), resUserID)
+	ids, errs := collect(c.Users.List(t.Context(), opts), idOfUser)
 	if errs != nil {
 		t.Fatal(errs)
 	}
 	if diff := cmp.Diff([]string{"u-1", "u-2", "u-3", "u-4", "u-5"}, ids); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
 	}
-	resCheckRequests(t, rec.all(), []resWant{
-		resGet(resUsersPath, "order_by=updatedAt&order_direction=desc"),
-		resGet(resUsersPath, "page=p%2F2%3D%3D&x=a+b"),
-		resGet(resUsersPath+"/", "page=3;odd=%7E"),
-		resGet(resUsersPath+"%2Fmore", "page=4"),
-	})
+	testCalls(t, mt, pageCalls(
+		usersPath+"?order_by=updatedAt&order_direction=desc",
+		usersPath+"?page=p%2F2%3D%3D&x=a+b",
+		usersPath+"/?page=3;odd=%7E",
+		usersPath+"%2Fmore?page=4",
+	))
 	if diff := cmp.Diff(&ListOptions{OrderBy: OrderByUpdatedAt, Direction: Descending}, opts); diff != "" {
 		t.Errorf("opts modified (-want +got):\n%s", diff)
 	}
@@ -120,43 +48,46 @@ func TestListFollowsPagesExactly(t *testing.T) {
 
 // Things share the same iterator.
 func TestThingsListFollowsPages(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resPages(mt, map[string]httpmock.Responder{
-		resThingsPath:             resThings(resThingsPath+"?page=2", "p-1"),
-		resThingsPath + "?page=2": resThings("", "p-2", "p-3"),
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{
+		thingsPath:             pageOfThings(thingsPath+"?page=2", "p-1"),
+		thingsPath + "?page=2": pageOfThings("", "p-2", "p-3"),
 	})
-	ids, errs := resCollect(c.Things.List(t.Context(), nil), resThingID)
+	ids, errs := collect(c.Things.List(t.Context(), nil), idOfThing)
 	if errs != nil {
 		t.Fatal(errs)
 	}
 	if diff := cmp.Diff([]string{"p-1", "p-2", "p-3"}, ids); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
 	}
-	resCheckRequests(t, rec.all(), []resWant{resGet(resThingsPath, ""), resGet(resThingsPath, "page=2")})
+	testCalls(t, mt, pageCalls(thingsPath, thingsPath+"?page=2"))
 }
 
 // The link is appended to a base URL that has a path.
 func TestListUnderBasePath(t *testing.T) {
-	c, mt := newMockClient(t, Config{BaseURL: "https://api.example.test/gw/"})
-	rec := resPages(mt, map[string]httpmock.Responder{
-		"/gw" + resUsersPath:             resUsers(resUsersPath+"?page=2", "u-1"),
-		"/gw" + resUsersPath + "?page=2": resUsers("", "u-2"),
+	const gwTokenURL = "https://api.example.test/gw" + defaultPathPrefix + "/auth/token"
+	c, mt := setup(t, Config{BaseURL: "https://api.example.test/gw/"})
+	registerPages(t, mt, map[string]httpmock.Responder{
+		"/gw" + usersPath:             pageOfUsers(usersPath+"?page=2", "u-1"),
+		"/gw" + usersPath + "?page=2": pageOfUsers("", "u-2"),
 	})
-	mt.RegisterResponder(http.MethodPost, "https://api.example.test/gw"+defaultPathPrefix+"/auth/token",
+	mt.RegisterResponder(http.MethodPost, gwTokenURL,
 		jsonResponder(http.StatusOK, map[string]any{"access_token": mockToken, "token_type": "Bearer", "expires_in": 600}))
-	ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+	ids, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 	if errs != nil || !cmp.Equal([]string{"u-1", "u-2"}, ids) {
 		t.Fatalf("ids %v, errors %v", ids, errs)
 	}
-	resCheckRequests(t, rec.all(), []resWant{resGet("/gw"+resUsersPath, ""), resGet("/gw"+resUsersPath, "page=2")})
+	testCalls(t, mt, map[string]int{
+		"POST " + gwTokenURL: 1, "GET " + mockBaseURL + "/gw" + usersPath: 1, "GET " + mockBaseURL + "/gw" + usersPath + "?page=2": 1,
+	})
 }
 
 // Breaking out of the loop stops fetching.
 func TestListBreakStopsFetching(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resPages(mt, map[string]httpmock.Responder{
-		resUsersPath:             resUsers(resUsersPath+"?page=2", "u-1", "u-2"),
-		resUsersPath + "?page=2": resUsers("", "u-3"),
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath:             pageOfUsers(usersPath+"?page=2", "u-1", "u-2"),
+		usersPath + "?page=2": pageOfUsers("", "u-3"),
 	})
 	var got []string
 	for u, err := range c.Users.List(t.Context(), nil) {
@@ -171,20 +102,20 @@ func TestListBreakStopsFetching(t *testing.T) {
 	if !cmp.Equal([]string{"u-1", "u-2"}, got) {
 		t.Errorf("got %v", got)
 	}
-	resCheckRequests(t, rec.all(), []resWant{resGet(resUsersPath, "")})
+	testCalls(t, mt, pageCalls(usersPath))
 }
 
 // An error on a middle page comes once, after the earlier items, and
 // without the page token.
 func TestListErrorOnMiddlePage(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
+	c, mt := setup(t)
 	const token = "tok-secret-123"
-	rec := resPages(mt, map[string]httpmock.Responder{
-		resUsersPath:                    resUsers(resUsersPath+"?page="+token, "u-1", "u-2"),
-		resUsersPath + "?page=" + token: jsonResponder(http.StatusBadRequest, map[string]any{"reason": ReasonRequestValidation, "error_message": "page is not valid"}),
-		resUsersPath + "?page=never":    resUsers("", "u-9"),
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath:                    pageOfUsers(usersPath+"?page="+token, "u-1", "u-2"),
+		usersPath + "?page=" + token: jsonResponder(http.StatusBadRequest, map[string]any{"reason": ReasonRequestValidation, "error_message": "page is not valid"}),
+		usersPath + "?page=never":    pageOfUsers("", "u-9"),
 	})
-	ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+	ids, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 	if !cmp.Equal([]string{"u-1", "u-2"}, ids) || len(errs) != 1 {
 		t.Fatalf("ids %v, errors %v; want u-1, u-2 and one error", ids, errs)
 	}
@@ -196,41 +127,39 @@ func TestListErrorOnMiddlePage(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "page 2") || strings.Contains(msg, token) {
 		t.Errorf("error %q: want it to name page 2 and not the page token", msg)
 	}
-	if n := len(rec.all()); n != 2 {
-		t.Errorf("%d requests, want 2", n)
-	}
+	testCalls(t, mt, pageCalls(usersPath, usersPath+"?page="+token))
 }
 
 // Every range starts again from the first page (or the NextPage the
 // options held when List was called).
 func TestListRerangingRestarts(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resPages(mt, map[string]httpmock.Responder{
-		resUsersPath + "?order_direction=asc": resUsers(resUsersPath+"?page=2", "u-1"),
-		resUsersPath + "?page=2":              resUsers("", "u-2"),
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath + "?order_direction=asc": pageOfUsers(usersPath+"?page=2", "u-1"),
+		usersPath + "?page=2":              pageOfUsers("", "u-2"),
 	})
 	opts := &ListOptions{Direction: Ascending}
 	seq := c.Users.List(t.Context(), opts)
 	opts.Direction = "sideways" // the iterator keeps its copy
 	for range 2 {
-		ids, errs := resCollect(seq, resUserID)
+		ids, errs := collect(seq, idOfUser)
 		if errs != nil || !cmp.Equal([]string{"u-1", "u-2"}, ids) {
 			t.Fatalf("ids %v, errors %v", ids, errs)
 		}
 	}
-	first, second := resGet(resUsersPath, "order_direction=asc"), resGet(resUsersPath, "page=2")
-	resCheckRequests(t, rec.all(), []resWant{first, second, first, second})
+	first, second := usersPath+"?order_direction=asc", usersPath+"?page=2"
+	testCalls(t, mt, pageCalls(first, second, first, second))
 }
 
 // NextPage resumes from a link, for List and ListPage.
 func TestListResumeFromNextPage(t *testing.T) {
-	const link = resUsersPath + "?page=abc%3D%3D"
-	c, mt := newMockClient(t, Config{})
-	rec := resPages(mt, map[string]httpmock.Responder{
-		link:                     resUsers(resUsersPath+"?page=3", "u-5"),
-		resUsersPath + "?page=3": resUsers("", "u-6"),
+	const link = usersPath + "?page=abc%3D%3D"
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{
+		link:                  pageOfUsers(usersPath+"?page=3", "u-5"),
+		usersPath + "?page=3": pageOfUsers("", "u-6"),
 	})
-	ids, errs := resCollect(c.Users.List(t.Context(), &ListOptions{NextPage: link}), resUserID)
+	ids, errs := collect(c.Users.List(t.Context(), &ListOptions{NextPage: link}), idOfUser)
 	if errs != nil || !cmp.Equal([]string{"u-5", "u-6"}, ids) {
 		t.Fatalf("ids %v, errors %v", ids, errs)
 	}
@@ -239,15 +168,13 @@ func TestListResumeFromNextPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Page[*User]{
-		Items:    []*User{{ID: "u-5", CreatedAt: resTS(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: resTS(t, "2024-01-02T03:04:05.678Z")}},
-		NextPage: resUsersPath + "?page=3",
+		Items:    []*User{{ID: "u-5", CreatedAt: stamp(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: stamp(t, "2024-01-02T03:04:05.678Z")}},
+		NextPage: usersPath + "?page=3",
 	}
 	if diff := cmp.Diff(want, page); diff != "" {
 		t.Errorf("page (-want +got):\n%s", diff)
 	}
-	resCheckRequests(t, rec.all(), []resWant{
-		resGet(resUsersPath, "page=abc%3D%3D"), resGet(resUsersPath, "page=3"), resGet(resUsersPath, "page=abc%3D%3D"),
-	})
+	testCalls(t, mt, pageCalls(link, usersPath+"?page=3", link))
 }
 
 // Options the service would refuse, or a link we will not follow, fail
@@ -258,17 +185,17 @@ func TestListRefusesBadOptions(t *testing.T) {
 		opts ListOptions
 		link bool // the error also matches ErrInvalidPageLink
 	}{
-		{"next page with order", ListOptions{NextPage: resUsersPath + "?page=2", OrderBy: OrderByUpdatedAt}, false},
-		{"next page with direction", ListOptions{NextPage: resUsersPath + "?page=2", Direction: Descending}, false},
+		{"next page with order", ListOptions{NextPage: usersPath + "?page=2", OrderBy: OrderByUpdatedAt}, false},
+		{"next page with direction", ListOptions{NextPage: usersPath + "?page=2", Direction: Descending}, false},
 		{"unknown order", ListOptions{OrderBy: "createdAt"}, false},
 		{"unknown direction", ListOptions{Direction: "ASC"}, false},
-		{"absolute link", ListOptions{NextPage: "https://evil.test" + resUsersPath + "?page=2"}, true},
-		{"scheme-relative link", ListOptions{NextPage: "//evil.test" + resUsersPath}, true},
+		{"absolute link", ListOptions{NextPage: "https://evil.test" + usersPath + "?page=2"}, true},
+		{"scheme-relative link", ListOptions{NextPage: "//evil.test" + usersPath}, true},
 		{"backslash link", ListOptions{NextPage: `/\evil.test/users`}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
+			c, mt := setup(t)
 			check := func(what string, err error) {
 				t.Helper()
 				if !errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidPageLink) != tt.link {
@@ -280,14 +207,14 @@ func TestListRefusesBadOptions(t *testing.T) {
 			if page != nil {
 				t.Errorf("page %v with an error", page)
 			}
-			_, errs := resCollect(c.Users.List(t.Context(), &tt.opts), resUserID)
+			_, errs := collect(c.Users.List(t.Context(), &tt.opts), idOfUser)
 			if len(errs) != 1 {
 				t.Fatalf("List yielded %d errors, want 1", len(errs))
 			}
 			check("Users.List", errs[0])
 			_, err = c.Things.ListPage(t.Context(), &tt.opts)
 			check("Things.ListPage", err)
-			resNoRequest(t, mt)
+			testCalls(t, mt, nil)
 		})
 	}
 }
@@ -325,16 +252,16 @@ func TestListRefusesForeignLinks(t *testing.T) {
 	}
 	for _, link := range links {
 		t.Run(fmt.Sprintf("%q", link), func(t *testing.T) {
-			c, mt := newMockClient(t, Config{BaseURL: "https://api.example.test"})
-			rec := resPages(mt, map[string]httpmock.Responder{resUsersPath: resUsers(link, "u-1")})
-			ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+			c, mt := setup(t, Config{BaseURL: "https://api.example.test"})
+			registerPages(t, mt, map[string]httpmock.Responder{usersPath: pageOfUsers(link, "u-1")})
+			ids, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 			if !cmp.Equal([]string{"u-1"}, ids) || len(errs) != 1 || !errors.Is(errs[0], ErrInvalidPageLink) {
 				t.Fatalf("ids %v, errors %v; want u-1 then one ErrInvalidPageLink", ids, errs)
 			}
 			if msg := errs[0].Error(); strings.Contains(msg, "tok-secret") {
 				t.Errorf("error %q holds the page token", msg)
 			}
-			resCheckRequests(t, rec.all(), []resWant{resGet(resUsersPath, "")})
+			testCalls(t, mt, pageCalls(usersPath))
 			// ListPage hands the link back; it is refused when used.
 			page, err := c.Users.ListPage(t.Context(), nil)
 			if err != nil || page.NextPage != link {
@@ -343,60 +270,53 @@ func TestListRefusesForeignLinks(t *testing.T) {
 			if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: page.NextPage}); !errors.Is(err, ErrInvalidPageLink) {
 				t.Errorf("resuming from it: error %v, want ErrInvalidPageLink", err)
 			}
-			if n := len(rec.all()); n != 2 {
-				t.Errorf("%d requests, want 2 (both to the first page)", n)
-			}
+			testCalls(t, mt, pageCalls(usersPath, usersPath)) // both to the first page
 		})
 	}
 }
 
 // A link out of the base URL's path is refused.
 func TestListRefusesLinkOutOfBasePath(t *testing.T) {
-	c, mt := newMockClient(t, Config{BaseURL: "https://api.example.test/gw"})
-	mt.RegisterResponder(http.MethodPost, "https://api.example.test/gw"+defaultPathPrefix+"/auth/token",
+	const gwTokenURL = "https://api.example.test/gw" + defaultPathPrefix + "/auth/token"
+	c, mt := setup(t, Config{BaseURL: "https://api.example.test/gw"})
+	mt.RegisterResponder(http.MethodPost, gwTokenURL,
 		jsonResponder(http.StatusOK, map[string]any{"access_token": mockToken, "token_type": "Bearer", "expires_in": 600}))
-	rec := resPages(mt, map[string]httpmock.Responder{"/gw" + resUsersPath: resUsers("/../admin/users?page=2", "u-1")})
-	ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+	registerPages(t, mt, map[string]httpmock.Responder{"/gw" + usersPath: pageOfUsers("/../admin/users?page=2", "u-1")})
+	ids, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 	if !cmp.Equal([]string{"u-1"}, ids) || len(errs) != 1 || !errors.Is(errs[0], ErrInvalidPageLink) {
 		t.Fatalf("ids %v, errors %v; want u-1 then one ErrInvalidPageLink", ids, errs)
 	}
-	if n := len(rec.all()); n != 1 {
-		t.Errorf("%d requests, want 1", n)
-	}
+	testCalls(t, mt, map[string]int{"POST " + gwTokenURL: 1, "GET " + mockBaseURL + "/gw" + usersPath: 1})
 }
 
 // A link already followed stops the listing with an error instead of a loop.
 func TestListRepeatedLinkStops(t *testing.T) {
 	t.Run("cycle", func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
-		rec := resPages(mt, map[string]httpmock.Responder{
-			resUsersPath:             resUsers(resUsersPath+"?page=a", "u-1"),
-			resUsersPath + "?page=a": resUsers(resUsersPath+"?page=b", "u-2"),
-			resUsersPath + "?page=b": resUsers(resUsersPath+"?page=a", "u-3"),
+		c, mt := setup(t)
+		registerPages(t, mt, map[string]httpmock.Responder{
+			usersPath:             pageOfUsers(usersPath+"?page=a", "u-1"),
+			usersPath + "?page=a": pageOfUsers(usersPath+"?page=b", "u-2"),
+			usersPath + "?page=b": pageOfUsers(usersPath+"?page=a", "u-3"),
 		})
-		ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+		ids, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 		if !cmp.Equal([]string{"u-1", "u-2", "u-3"}, ids) || len(errs) != 1 || !errors.Is(errs[0], ErrInvalidPageLink) {
 			t.Fatalf("ids %v, errors %v; want three users then one ErrInvalidPageLink", ids, errs)
 		}
-		if n := len(rec.all()); n != 3 {
-			t.Errorf("%d requests, want 3", n)
-		}
+		testCalls(t, mt, pageCalls(usersPath, usersPath+"?page=a", usersPath+"?page=b"))
 	})
 	t.Run("back to the first page", func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
-		rec := resPages(mt, map[string]httpmock.Responder{resThingsPath: resThings(resThingsPath, "p-1")})
-		ids, errs := resCollect(c.Things.List(t.Context(), nil), resThingID)
+		c, mt := setup(t)
+		registerPages(t, mt, map[string]httpmock.Responder{thingsPath: pageOfThings(thingsPath, "p-1")})
+		ids, errs := collect(c.Things.List(t.Context(), nil), idOfThing)
 		if !cmp.Equal([]string{"p-1"}, ids) || len(errs) != 1 || !errors.Is(errs[0], ErrInvalidPageLink) {
 			t.Fatalf("ids %v, errors %v; want p-1 then one ErrInvalidPageLink", ids, errs)
 		}
-		if n := len(rec.all()); n != 1 {
-			t.Errorf("%d requests, want 1", n)
-		}
+		testCalls(t, mt, pageCalls(thingsPath))
 	})
 	t.Run("ListPage linking to itself", func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
-		resPages(mt, map[string]httpmock.Responder{resUsersPath + "?page=a": resUsers(resUsersPath+"?page=a", "u-1")})
-		if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: resUsersPath + "?page=a"}); !errors.Is(err, ErrInvalidPageLink) {
+		c, mt := setup(t)
+		registerPages(t, mt, map[string]httpmock.Responder{usersPath + "?page=a": pageOfUsers(usersPath+"?page=a", "u-1")})
+		if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: usersPath + "?page=a"}); !errors.Is(err, ErrInvalidPageLink) {
 			t.Errorf("error %v, want ErrInvalidPageLink", err)
 		}
 	})
@@ -404,9 +324,9 @@ func TestListRepeatedLinkStops(t *testing.T) {
 
 // The first page's error is yielded once, as it is.
 func TestListFirstPageError(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	resPages(mt, map[string]httpmock.Responder{resUsersPath: resRaw(http.StatusUnauthorized, []byte(`{"reason":"AUTH.UNAUTHORIZED","error_message":""}`))})
-	ids, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{usersPath: rawResponder(http.StatusUnauthorized, "application/json", `{"reason":"AUTH.UNAUTHORIZED","error_message":""}`)})
+	ids, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 	if ids != nil || len(errs) != 1 || !errors.Is(errs[0], ErrUnauthorized) {
 		t.Fatalf("ids %v, errors %v; want one ErrUnauthorized", ids, errs)
 	}
@@ -418,8 +338,13 @@ func TestListFirstPageError(t *testing.T) {
 
 // A cancelled context ends the listing with its error.
 func TestListContextCancelled(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	resPages(mt, map[string]httpmock.Responder{resUsersPath: resUsers(resUsersPath+"?page=2", "u-1")})
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath: pageOfUsers(usersPath+"?page=2", "u-1"),
+		// Asked for with the cancelled context: httpmock answers with the
+		// context's error, whatever its handler does.
+		usersPath + "?page=2": pageOfUsers("", "u-2"),
+	})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var errs []error
@@ -439,8 +364,8 @@ func TestListContextCancelled(t *testing.T) {
 
 // Items are pointers into the decoded page, not copies made one by one.
 func TestListYieldsPointersIntoPage(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	resPages(mt, map[string]httpmock.Responder{resUsersPath: resUsers("", "u-1", "u-2", "u-3")})
+	c, mt := setup(t)
+	registerPages(t, mt, map[string]httpmock.Responder{usersPath: pageOfUsers("", "u-1", "u-2", "u-3")})
 	var ptrs []*User
 	for u, err := range c.Users.List(t.Context(), nil) {
 		if err != nil {
@@ -470,7 +395,7 @@ func TestCheckPageLink(t *testing.T) {
 		ok         bool
 	}{
 		{"https://api.example.test", "/", true},
-		{"https://api.example.test", resUsersPath + "?page=eyJ9%3D&order=x", true},
+		{"https://api.example.test", usersPath + "?page=eyJ9%3D&order=x", true},
 		{"https://api.example.test", "/a%20b/c;d=e/@x:y?q=%2F%3F", true},
 		{"https://api.example.test", "/users?", true},
 		{"https://api.example.test:8443/gw", "/v2/users?page=2", true},
@@ -521,7 +446,7 @@ func TestCheckPageLink(t *testing.T) {
 		{"https://api.example.test/gw", "/a%25zz/b", true},
 	}
 	for _, tt := range tests {
-		c, _ := newMockClient(t, Config{BaseURL: tt.base})
+		c, _ := setup(t, Config{BaseURL: tt.base})
 		err := c.checkPageLink(tt.link)
 		if (err == nil) != tt.ok || err != nil && !errors.Is(err, ErrInvalidPageLink) {
 			t.Errorf("checkPageLink(%q, %q) = %v, want ok %t", tt.base, tt.link, err, tt.ok)
@@ -536,7 +461,7 @@ func TestCheckPageLink(t *testing.T) {
 // with its ";" path parameter dropped.
 func FuzzPageLink(f *testing.F) {
 	for _, s := range []string{
-		"/", resUsersPath + "?page=abc", "//evil.test/x", `/\evil.test`, "/../x", "/%2e%2e/x",
+		"/", usersPath + "?page=abc", "//evil.test/x", `/\evil.test`, "/../x", "/%2e%2e/x",
 		"/a%2f..%2f..%2fb", "https://evil.test/", "/x?y=/../z", "/@evil.test", "/:80", "/x#y",
 		"/..;x/y", "/%2e.;/y", "/..%3B/y", "/%252e%252e/y", "/a;b/c",
 	} {
@@ -548,7 +473,7 @@ func FuzzPageLink(f *testing.F) {
 	}
 	var bases []fuzzBase
 	for _, raw := range []string{"https://api.example.test", "https://api.example.test:8443/gw/v1", "http://127.0.0.1:8080/a%2Fb"} {
-		c, _ := newMockClient(f, Config{BaseURL: raw})
+		c, _ := setup(f, Config{BaseURL: raw})
 		u, err := url.Parse(c.baseURL)
 		if err != nil {
 			f.Fatal(err)
@@ -560,7 +485,7 @@ func FuzzPageLink(f *testing.F) {
 			if b.c.checkPageLink(link) != nil {
 				continue
 			}
-			if seg, form, found := resDotSegment(link); found {
+			if seg, form, found := oracleDotSegment(link); found {
 				t.Fatalf("accepted %q: its path, read as %q, has the dot segment %q", link, form, seg)
 			}
 			full := b.c.baseURL + link
@@ -588,11 +513,11 @@ func FuzzPageLink(f *testing.F) {
 // the page of a listing that failed, and a refused ListOptions.NextPage.
 func TestListErrorsSayPrefixOnce(t *testing.T) {
 	c, mt := setup(t)
-	resPages(mt, map[string]httpmock.Responder{
-		resUsersPath:             resUsers(resUsersPath+"?page=2", "u-1"),
-		resUsersPath + "?page=2": jsonResponder(http.StatusBadRequest, map[string]any{"reason": ReasonRequestValidation, "error_message": "page is not valid"}),
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath:             pageOfUsers(usersPath+"?page=2", "u-1"),
+		usersPath + "?page=2": jsonResponder(http.StatusBadRequest, map[string]any{"reason": ReasonRequestValidation, "error_message": "page is not valid"}),
 	})
-	_, errs := resCollect(c.Users.List(t.Context(), nil), resUserID)
+	_, errs := collect(c.Users.List(t.Context(), nil), idOfUser)
 	if len(errs) != 1 {
 		t.Fatalf("errors %v, want one", errs)
 	}
@@ -617,15 +542,15 @@ func TestListErrorsSayPrefixOnce(t *testing.T) {
 	}
 }
 
-// resEscape is one valid percent-escape.
-var resEscape = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
+// oracleEscape is one valid percent-escape.
+var oracleEscape = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
 
-// resDotSegment is FuzzPageLink's oracle, written apart from the code it
+// oracleDotSegment is FuzzPageLink's oracle, written apart from the code it
 // checks: it looks for a segment that is "." or ".." once its ";" path
 // parameter is dropped, in the link's path as given and percent-decoded
 // again and again (valid escapes only) until nothing changes. Segments end
 // at "/" and at a backslash. It returns the segment and the form it was in.
-func resDotSegment(link string) (seg, form string, found bool) {
+func oracleDotSegment(link string) (seg, form string, found bool) {
 	form, _, _ = strings.Cut(link, "?")
 	for {
 		for _, s := range strings.FieldsFunc(form, func(r rune) bool { return r == '/' || r == '\\' }) {
@@ -633,7 +558,7 @@ func resDotSegment(link string) (seg, form string, found bool) {
 				return s, form, true
 			}
 		}
-		next := resEscape.ReplaceAllStringFunc(form, func(esc string) string {
+		next := oracleEscape.ReplaceAllStringFunc(form, func(esc string) string {
 			b, _ := hex.DecodeString(esc[1:])
 			return string(b)
 		})

@@ -13,36 +13,35 @@ import (
 )
 
 // prefetchPages serves four users pages, p1 to p4, each after latency.
-func prefetchPages(t *testing.T, latency time.Duration) (*Client, *recorder) {
+func prefetchPages(t *testing.T, latency time.Duration) (*Client, *httpmock.MockTransport) {
 	t.Helper()
-	c, mt := newMockClient(t, Config{MaxRetries: -1})
+	c, mt := setup(t, Config{MaxRetries: -1})
 	slow := func(r httpmock.Responder) httpmock.Responder {
 		return func(req *http.Request) (*http.Response, error) {
 			time.Sleep(latency)
 			return r(req)
 		}
 	}
-	rec := resPages(mt, map[string]httpmock.Responder{
-		resUsersPath:             slow(resUsers(resUsersPath+"?page=2", "a", "b")),
-		resUsersPath + "?page=2": slow(resUsers(resUsersPath+"?page=3", "c")),
-		resUsersPath + "?page=3": slow(resUsers(resUsersPath + "?page=4")),
-		resUsersPath + "?page=4": slow(resUsers("", "d", "e")),
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath:             slow(pageOfUsers(usersPath+"?page=2", "a", "b")),
+		usersPath + "?page=2": slow(pageOfUsers(usersPath+"?page=3", "c")),
+		usersPath + "?page=3": slow(pageOfUsers(usersPath + "?page=4")),
+		usersPath + "?page=4": slow(pageOfUsers("", "d", "e")),
 	})
-	return c, rec
+	return c, mt
 }
 
 func TestPrefetchKeepsOrderAndRestarts(t *testing.T) {
-	c, rec := prefetchPages(t, 0)
+	c, mt := prefetchPages(t, 0)
 	seq := c.Users.List(context.Background(), &ListOptions{Prefetch: true})
 	for run := range 2 {
-		ids, errs := resCollect(seq, resUserID)
+		ids, errs := collect(seq, idOfUser)
 		if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, ids); diff != "" || errs != nil {
 			t.Errorf("run %d: ids (-want +got):\n%s errors %v", run, diff, errs)
 		}
 	}
-	if n := len(rec.all()); n != 8 {
-		t.Errorf("requests = %d, want 4 per run", n)
-	}
+	pages := []string{usersPath, usersPath + "?page=2", usersPath + "?page=3", usersPath + "?page=4"}
+	testCalls(t, mt, pageCalls(append(pages, pages...)...)) // 4 per run
 }
 
 // With 2 s per page on the wire and 2 s of work per page with items (the
@@ -73,11 +72,11 @@ func TestPrefetchOverlapsWireAndWork(t *testing.T) {
 
 func TestPrefetchBreakCancelsTheFetch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{MaxRetries: -1})
+		c, mt := setup(t, Config{MaxRetries: -1})
 		var cancelled atomic.Bool
-		resPages(mt, map[string]httpmock.Responder{
-			resUsersPath: resUsers(resUsersPath+"?page=2", "a", "b"),
-			resUsersPath + "?page=2": func(req *http.Request) (*http.Response, error) {
+		registerPages(t, mt, map[string]httpmock.Responder{
+			usersPath: pageOfUsers(usersPath+"?page=2", "a", "b"),
+			usersPath + "?page=2": func(req *http.Request) (*http.Response, error) {
 				select {
 				case <-req.Context().Done():
 					cancelled.Store(true)
@@ -105,12 +104,12 @@ func TestPrefetchBreakCancelsTheFetch(t *testing.T) {
 }
 
 func TestPrefetchErrorAfterEarlierItems(t *testing.T) {
-	c, mt := newMockClient(t, Config{MaxRetries: -1})
-	resPages(mt, map[string]httpmock.Responder{
-		resUsersPath:             resUsers(resUsersPath+"?page=2", "a", "b"),
-		resUsersPath + "?page=2": jsonResponder(500, map[string]any{"reason": "COMMON.INTERNAL", "error_message": "boom"}),
+	c, mt := setup(t, Config{MaxRetries: -1})
+	registerPages(t, mt, map[string]httpmock.Responder{
+		usersPath:             pageOfUsers(usersPath+"?page=2", "a", "b"),
+		usersPath + "?page=2": jsonResponder(500, map[string]any{"reason": "COMMON.INTERNAL", "error_message": "boom"}),
 	})
-	ids, errs := resCollect(c.Users.List(context.Background(), &ListOptions{Prefetch: true}), resUserID)
+	ids, errs := collect(c.Users.List(context.Background(), &ListOptions{Prefetch: true}), idOfUser)
 	if diff := cmp.Diff([]string{"a", "b"}, ids); diff != "" || len(errs) != 1 {
 		t.Fatalf("ids (-want +got):\n%s errors %v; want the page 2 error once, after a and b", diff, errs)
 	}

@@ -44,22 +44,28 @@ func assertNoSecrets(t *testing.T, where, text string, secrets []string) {
 func TestNothingSecretInLogsOrErrors(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, mt := newMockClient(t, Config{Logger: logger, MaxRetries: 2})
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users",
-		httpmock.NewStringResponder(503, "").Once().
-			Then(jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})).
-			Then(jsonResponder(400, map[string]any{"reason": ReasonRequestValidation, "error_message": "Invalid page"})))
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", httpmock.NewErrorResponder(errors.New("connection refused")))
+	c, mt := setup(t, Config{Logger: logger, MaxRetries: 2})
+	answers := httpmock.NewStringResponder(503, "").Once().
+		Then(jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})).
+		Then(jsonResponder(400, map[string]any{"reason": ReasonRequestValidation, "error_message": "Invalid page"}))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testQuery(t, r, "page=page-token-xyz")
+		return answers(r)
+	})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", func(r *http.Request) (*http.Response, error) {
+		testQuery(t, r, "page=page-token-xyz")
+		return nil, errors.New("connection refused")
+	})
 
 	var errs []error
-	_, err := c.do(context.Background(), c.linkRequest(defaultPathPrefix+"/users?page=page-token-xyz"), &map[string]any{})
+	_, err := c.Users.ListPage(context.Background(), &ListOptions{NextPage: defaultPathPrefix + "/users?page=page-token-xyz"})
 	errs = append(errs, err)
-	_, _, err = getRaw(context.Background(), c, "/things", "page=page-token-xyz")
+	_, err = c.Things.ListPage(context.Background(), &ListOptions{NextPage: defaultPathPrefix + "/things?page=page-token-xyz"})
 	errs = append(errs, err)
 
-	bad, badMT := newMockClient(t, Config{Logger: logger})
+	bad, badMT := setup(t, Config{Logger: logger})
 	badMT.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(401, map[string]any{"error": "invalid_client", "error_description": "Bad client"}))
-	_, _, err = getRaw(context.Background(), bad, "/users", "")
+	_, err = bad.Users.ListPage(context.Background(), nil)
 	errs = append(errs, err)
 
 	for i, err := range errs {

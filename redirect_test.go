@@ -16,12 +16,40 @@ import (
 
 // The redirect policy: no 3xx is followed, by any method, to any place.
 
-// redirectOps are one operation of each method the API uses.
-var redirectOps = []request{
-	{method: http.MethodGet, path: "/users/u-1"},
-	{method: http.MethodPatch, path: "/things/t-1", body: []byte(`{"name":"n"}`)},
-	{method: http.MethodPost, path: "/users/u-1/associated_things", body: []byte(`{"physical_id":"t-1"}`)},
-	{method: http.MethodDelete, path: "/users/u-1/associated_things/t-1"},
+// redirectOps are one call of each method the API uses, with the request
+// it sends: the path below the prefix and the body ("" for none).
+var redirectOps = []struct {
+	method, path, body string
+	call               func(context.Context, *Client) error
+}{
+	{http.MethodGet, "/users/u-1", "", func(ctx context.Context, c *Client) error {
+		_, err := c.Users.Get(ctx, "u-1")
+		return err
+	}},
+	{http.MethodPatch, "/things/t-1", `{"name":"n"}`, func(ctx context.Context, c *Client) error {
+		_, err := c.Things.Update(ctx, "t-1", ThingUpdate{Name: Ptr("n")})
+		return err
+	}},
+	{http.MethodPost, "/users/u-1/associated_things", `{"physical_id":"t-1","model":"m","firmware_version":"1"}`, func(ctx context.Context, c *Client) error {
+		_, _, err := c.Users.AssociateThing(ctx, "u-1", NewAssociation{PhysicalID: "t-1", Model: "m", FirmwareVersion: "1"})
+		return err
+	}},
+	{http.MethodDelete, "/users/u-1/associated_things/t-1", "", func(ctx context.Context, c *Client) error {
+		return c.Users.DisassociateThing(ctx, "u-1", "t-1")
+	}},
+}
+
+// registerFollowed registers, for every method, a handler at each of urls
+// that fails the test: a redirect to it was followed.
+func registerFollowed(t *testing.T, mt *httpmock.MockTransport, urls ...string) {
+	for _, u := range urls {
+		for _, m := range []string{"GET", "POST", "PATCH", "DELETE"} {
+			mt.RegisterResponder(m, u, func(r *http.Request) (*http.Response, error) {
+				t.Errorf("redirect followed: %s %s", r.Method, r.URL)
+				return jsonResponder(200, map[string]any{})(r)
+			})
+		}
+	}
 }
 
 var redirectStatuses = []int{301, 302, 303, 307, 308, 300, 304, 305, 399}
@@ -62,21 +90,16 @@ func TestRedirectsNotFollowed(t *testing.T) {
 			for _, tt := range targets {
 				t.Run(fmt.Sprintf("%s %d %s", op.method, status, tt.name), func(t *testing.T) {
 					c, mt := setup(t)
-					var followed recorder
-					for _, u := range []string{mockBaseURL + "/login", mockBaseURL + "/relative/path",
-						"https://api.example.test:8443/login", "http://api.example.test/login", "https://evil.example.test/login"} {
-						for _, m := range []string{"GET", "POST", "PATCH", "DELETE"} {
-							mt.RegisterResponder(m, u, followed.respond(jsonResponder(200, map[string]any{})))
-						}
-					}
+					registerFollowed(t, mt, mockBaseURL+"/login", mockBaseURL+"/relative/path",
+						"https://api.example.test:8443/login", "http://api.example.test/login", "https://evil.example.test/login")
 					mt.RegisterResponder(op.method, mockPrefix+op.path, func(r *http.Request) (*http.Response, error) {
 						testMethod(t, r, op.method)
-						testHeader(t, r, "Authorization", "Bearer "+mockToken)
-						testBody(t, r, string(op.body))
+						testAPIHeaders(t, r)
+						testBody(t, r, op.body)
 						return redirectTo(status, tt.location...)(r)
 					})
 
-					status2, err := c.do(context.Background(), c.newRequest(op.method, op.path, "", op.body), &map[string]any{})
+					err := op.call(context.Background(), c)
 					want := &APIError{StatusCode: status, Method: op.method, Path: op.path, Message: tt.message}
 					var ae *APIError
 					if !errors.As(err, &ae) {
@@ -85,21 +108,14 @@ func TestRedirectsNotFollowed(t *testing.T) {
 					if diff := cmp.Diff(want, ae); diff != "" {
 						t.Errorf("APIError (-want +got):\n%s", diff)
 					}
-					if status2 != status {
-						t.Errorf("status = %d, want %d", status2, status)
-					}
 					if !errors.Is(err, ErrMisconfigured) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnauthorized) {
 						t.Errorf("errors.Is(%v): want ErrMisconfigured only", err)
 					}
 					if s := err.Error(); strings.Contains(s, "s-123") || strings.Contains(s, "example.test") || strings.Contains(s, "frag") {
 						t.Errorf("Error() = %q names the Location's host, query or fragment", s)
 					}
-					if n := mt.GetCallCountInfo()[op.method+" "+mockPrefix+op.path]; n != 1 {
-						t.Errorf("%s sent %d times, want once (never retried)", op.method, n)
-					}
-					if got := followed.all(); len(got) != 0 {
-						t.Errorf("redirect followed: %+v", got)
-					}
+					// Sent once, never retried, and nothing else sent.
+					testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, op.method + " " + mockPrefix + op.path: 1})
 				})
 			}
 		}
@@ -110,14 +126,15 @@ func TestTokenEndpointRedirectNotFollowed(t *testing.T) {
 	for _, status := range redirectStatuses {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			c, mt := setup(t)
-			var followed recorder
 			other := "https://api.example.test:8443" + defaultPathPrefix + "/auth/token"
-			mt.RegisterResponder(http.MethodPost, other, followed.respond(jsonResponder(200, map[string]any{})))
-			mt.RegisterResponder(http.MethodGet, other, followed.respond(jsonResponder(200, map[string]any{})))
-			mt.RegisterResponder(http.MethodPost, tokenURL, redirectTo(status, other+"?client_secret=x"))
-			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", jsonResponder(200, map[string]any{}))
+			registerFollowed(t, mt, other) // with the client credentials
+			mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "POST")
+				testBody(t, r, grantBody)
+				return redirectTo(status, other+"?client_secret=x")(r)
+			})
 
-			_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+			_, err := c.Users.Get(context.Background(), "u-1")
 			want := &APIError{StatusCode: status, Method: "POST", Path: "/auth/token",
 				Message: "redirect to another origin, path " + defaultPathPrefix + "/auth/token, not followed; check Config.BaseURL and Config.PathPrefix"}
 			var ae *APIError
@@ -130,12 +147,7 @@ func TestTokenEndpointRedirectNotFollowed(t *testing.T) {
 			if !errors.Is(err, ErrMisconfigured) || errors.Is(err, ErrInvalidClient) {
 				t.Errorf("errors.Is(%v): want ErrMisconfigured only", err)
 			}
-			if got := followed.all(); len(got) != 0 {
-				t.Errorf("redirect followed with the client credentials: %+v", got)
-			}
-			if n := mt.GetTotalCallCount(); n != 1 {
-				t.Errorf("%d requests, want the token request only", n)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1}) // the token request only
 		})
 	}
 }
@@ -155,8 +167,9 @@ func (c *countingRedirects) check(*http.Request, []*http.Request) error {
 }
 
 func TestRedirectPolicyLeavesCallersClientAlone(t *testing.T) {
-	mt := httpmock.NewMockTransport()
-	mt.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(200, map[string]any{"access_token": mockToken, "expires_in": 600}))
+	// setup's transport, under clients of the caller's own: the subject is
+	// what the SDK does with Config.HTTPClient, which setup replaces.
+	_, mt := setup(t)
 	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", redirectTo(302, mockBaseURL+"/login"))
 	mt.RegisterResponder(http.MethodGet, mockBaseURL+"/login", jsonResponder(200, map[string]any{}))
 
@@ -168,7 +181,7 @@ func TestRedirectPolicyLeavesCallersClientAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = getRaw(context.Background(), c, "/users/u-1", "")
+		_, err = c.Users.Get(context.Background(), "u-1")
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.StatusCode != 302 {
 			t.Fatalf("err = %v, want the 302 as an *APIError", err)
@@ -264,7 +277,7 @@ func TestRedirectsNotFollowedOverTheWire(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						_, err = c.do(context.Background(), c.newRequest(op.method, op.path, "", op.body), nil)
+						err = op.call(context.Background(), c)
 						var ae *APIError
 						if !errors.As(err, &ae) || ae.StatusCode != status {
 							t.Errorf("err = %v, want *APIError %d", err, status)

@@ -37,16 +37,25 @@ func TestMaxResponseBytesAtEveryValue(t *testing.T) {
 		{1, body, true, ""},
 	}
 	for _, tt := range tests {
+		// discard: DisassociateThing, whose answer is read to its end and
+		// dropped; otherwise Users.Get, whose answer is decoded.
 		for _, discard := range []bool{false, true} {
 			t.Run(fmt.Sprintf("limit %d body %d discard %t", tt.limit, len(tt.body), discard), func(t *testing.T) {
 				c, mt := setup(t, Config{MaxResponseBytes: tt.limit})
-				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", httpmock.NewStringResponder(200, tt.body))
-				var out map[string]any
-				var outp any = &out
-				if discard {
-					outp = nil
+				answer := func(r *http.Request) (*http.Response, error) {
+					testAPIHeaders(t, r)
+					testBody(t, r, "")
+					return httpmock.NewStringResponse(200, tt.body), nil
 				}
-				_, err := c.do(context.Background(), c.newRequest(http.MethodGet, "/users/u-1", "", nil), outp)
+				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", answer)
+				mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/t-1", answer)
+				var u *UserDetails
+				var err error
+				if discard {
+					err = c.Users.DisassociateThing(context.Background(), "u-1", "t-1")
+				} else {
+					u, err = c.Users.Get(context.Background(), "u-1")
+				}
 				if tt.tooBig {
 					want := fmt.Sprintf("response body too large (limit %d bytes)", tt.limit)
 					var de *DecodeError
@@ -58,8 +67,8 @@ func TestMaxResponseBytesAtEveryValue(t *testing.T) {
 				if err != nil {
 					t.Fatalf("err = %v; want success (%s)", err, tt.comment)
 				}
-				if !discard && out["id"] != "u-1" {
-					t.Errorf("decoded %v", out)
+				if !discard && u.ID != "u-1" {
+					t.Errorf("decoded %+v", u)
 				}
 			})
 		}
@@ -70,22 +79,15 @@ func TestEmptySuccessWithoutOut(t *testing.T) {
 	// DisassociateThing's empty 200 is a success, at any limit.
 	for _, limit := range []int64{1, 100, math.MaxInt64} {
 		c, mt := setup(t, Config{MaxResponseBytes: limit, TokenSource: staticSource(mockToken)})
-		mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/t-1", httpmock.NewStringResponder(200, ""))
-		status, err := c.do(context.Background(), c.newRequest(http.MethodDelete, "/users/u-1/associated_things/t-1", "", nil), nil)
-		if err != nil || status != 200 {
-			t.Errorf("limit %d: do = %d, %v; want 200, nil", limit, status, err)
+		mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/t-1", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "DELETE")
+			testAPIHeaders(t, r)
+			testBody(t, r, "")
+			return httpmock.NewStringResponse(200, ""), nil
+		})
+		if err := c.Users.DisassociateThing(context.Background(), "u-1", "t-1"); err != nil {
+			t.Errorf("limit %d: DisassociateThing = %v, want nil", limit, err)
 		}
-	}
-}
-
-// answer answers status with body as it stands and the given Content-Type.
-func answer(status int, contentType, body string) httpmock.Responder {
-	return func(*http.Request) (*http.Response, error) {
-		resp := httpmock.NewStringResponse(status, body)
-		if contentType != "" {
-			resp.Header.Set("Content-Type", contentType)
-		}
-		return resp, nil
 	}
 }
 
@@ -122,8 +124,12 @@ func TestDecodeErrorSaysWhatCameBack(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, mt := setup(t, Config{MaxResponseBytes: tt.limit})
-			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", answer(200, tt.contentType, tt.body))
-			_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
+				testAPIHeaders(t, r)
+				return rawResponder(200, tt.contentType, tt.body)(r)
+			})
+			_, err := c.Users.Get(context.Background(), "u-1")
 			var de *DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v (%T), want *DecodeError", err, err)
@@ -154,20 +160,33 @@ func TestDecodeErrorNeverQuotesCredentialBodies(t *testing.T) {
 	const secretish = `<html>access_token=eu-secret-token-1</html>`
 	t.Run("token", func(t *testing.T) {
 		c, mt := setup(t)
-		mt.RegisterResponder(http.MethodPost, tokenURL, answer(200, "text/html", secretish))
-		_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+		mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "POST")
+			testBody(t, r, grantBody)
+			return rawResponder(200, "text/html", secretish)(r)
+		})
+		_, err := c.Users.Get(context.Background(), "u-1")
 		checkNoBody(t, err, "POST", "/auth/token")
 	})
 	t.Run("token, truncated", func(t *testing.T) {
 		c, mt := setup(t)
-		mt.RegisterResponder(http.MethodPost, tokenURL, answer(200, "application/json", `{"access_token":"eu-secret-token-1","expires_in":`))
-		_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+		mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "POST")
+			testBody(t, r, grantBody)
+			return rawResponder(200, "application/json", `{"access_token":"eu-secret-token-1","expires_in":`)(r)
+		})
+		_, err := c.Users.Get(context.Background(), "u-1")
 		checkNoBody(t, err, "POST", "/auth/token")
 	})
 	t.Run("authenticate", func(t *testing.T) {
 		c, mt := setup(t)
-		mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", answer(200, "text/html", secretish))
-		_, err := c.do(context.Background(), secretRequest(c.newRequest(http.MethodPost, "/authenticate", "", []byte(`{}`))), &map[string]any{})
+		mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "POST")
+			testAPIHeaders(t, r)
+			testJSONBody(t, r, `{"access_token": "Bearer eu-1"}`)
+			return rawResponder(200, "text/html", secretish)(r)
+		})
+		_, err := c.Authenticate(context.Background(), "Bearer eu-1")
 		checkNoBody(t, err, "POST", "/authenticate")
 	})
 }
@@ -200,10 +219,13 @@ func (v *validated) validate() error {
 	return nil
 }
 
+// Internal: the subject is decode's contract with any out type, that it
+// calls validate after a decode and wraps the very error validate returns.
+// Users.Get shows it through its own hook (TestDecodeEmptySuccessIsDecodeError).
 func TestValidateHookAfterDecode(t *testing.T) {
 	c, mt := setup(t)
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", answer(200, "application/json", `{"id":"u-1"}`))
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-2", answer(200, "application/json", `{"id":""}`))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", rawResponder(200, "application/json", `{"id":"u-1"}`))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-2", rawResponder(200, "application/json", `{"id":""}`))
 
 	var ok validated
 	if _, err := c.do(context.Background(), c.newRequest(http.MethodGet, "/users/u-1", "", nil), &ok); err != nil || ok.ID != "u-1" {
@@ -222,11 +244,4 @@ func TestValidateHookAfterDecode(t *testing.T) {
 	if got, wantText := err.Error(), `management: GET /users/u-2: 200 response (Content-Type "application/json"): no id; body starts "{\"id\":\"\"}"`; got != wantText {
 		t.Errorf("Error() = %q, want %q", got, wantText)
 	}
-}
-
-// secretRequest marks req as one whose answers can carry credentials, as
-// Client.Authenticate does.
-func secretRequest(req *request) *request {
-	req.secret = true
-	return req
 }

@@ -12,38 +12,40 @@ import (
 	"github.com/jarcoal/httpmock"
 )
 
-func usersCalls(mt *httpmock.MockTransport, path string) int {
-	return mt.GetCallCountInfo()["GET "+mockPrefix+path]
-}
-
 func TestRetryAfterHonouredThenSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
-		unavailable := httpmock.NewStringResponder(503, "busy").HeaderSet(http.Header{"Retry-After": {"3"}})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", unavailable.Once().Then(jsonResponder(200, map[string]any{"ok": true})))
+		c, mt := setup(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
+		answers := httpmock.NewStringResponder(503, "busy").HeaderSet(http.Header{"Retry-After": {"3"}}).Once().Then(pageOfUsers("", "u-1"))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return answers(r)
+		})
 
 		start := time.Now()
-		out, status, err := getRaw(context.Background(), c, "/users", "")
-		if err != nil || status != 200 || out["ok"] != true {
-			t.Fatalf("do = %v, %d, %v", out, status, err)
+		page, err := c.Users.ListPage(context.Background(), nil)
+		if err != nil || len(page.Items) != 1 || page.Items[0].ID != "u-1" {
+			t.Fatalf("ListPage = %v, %v; want the second attempt's page", page, err)
 		}
 		if waited := time.Since(start); waited != 3*time.Second {
 			t.Errorf("waited %v, want the 3 s of Retry-After", waited)
 		}
-		if n := usersCalls(mt, "/users"); n != 2 {
-			t.Errorf("attempts = %d, want 2", n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 2})
 	})
 }
 
 func TestRetryAfterHTTPDate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
+		c, mt := setup(t, Config{RetryWaitMin: 100 * time.Millisecond, RetryWaitMax: 10 * time.Second})
 		at := time.Now().Add(4 * time.Second).UTC().Format(http.TimeFormat)
-		limited := httpmock.NewStringResponder(429, "slow down").HeaderSet(http.Header{"Retry-After": {at}})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", limited.Once().Then(jsonResponder(200, map[string]any{})))
+		answers := httpmock.NewStringResponder(429, "slow down").HeaderSet(http.Header{"Retry-After": {at}}).Once().Then(pageOfUsers(""))
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return answers(r)
+		})
 		start := time.Now()
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
 		if waited := time.Since(start); waited != 4*time.Second {
@@ -53,10 +55,13 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 }
 
 func TestPersistentRateLimit(t *testing.T) {
-	c, mt := newMockClient(t, Config{MaxRetries: 3})
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users",
-		jsonResponder(429, map[string]any{"reason": "COMMON.RATE_LIMITED", "error_message": "too many"}))
-	_, _, err := getRaw(context.Background(), c, "/users", "")
+	c, mt := setup(t, Config{MaxRetries: 3})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		return jsonResponder(429, map[string]any{"reason": "COMMON.RATE_LIMITED", "error_message": "too many"})(r)
+	})
+	_, err := c.Users.ListPage(context.Background(), nil)
 	if !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("err = %v, want ErrRateLimited", err)
 	}
@@ -64,36 +69,38 @@ func TestPersistentRateLimit(t *testing.T) {
 	if !errors.As(err, &ae) || ae.StatusCode != 429 || ae.Message != "too many" {
 		t.Errorf("err = %#v, want the final *APIError 429", err)
 	}
-	if n := usersCalls(mt, "/users"); n != 4 {
-		t.Errorf("attempts = %d, want MaxRetries+1 = 4", n)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 4}) // MaxRetries+1
 }
 
 func TestNegativeMaxRetriesMeansOneAttempt(t *testing.T) {
-	c, mt := newMockClient(t, Config{MaxRetries: -1})
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
-	_, _, err := getRaw(context.Background(), c, "/users", "")
+	c, mt := setup(t, Config{MaxRetries: -1})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		return httpmock.NewStringResponse(503, ""), nil
+	})
+	_, err := c.Users.ListPage(context.Background(), nil)
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 503 {
 		t.Fatalf("err = %v, want *APIError 503", err)
 	}
-	if n := usersCalls(mt, "/users"); n != 1 {
-		t.Errorf("attempts = %d, want 1", n)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 1})
 }
 
 func TestDefaultRetriesOnServerErrors(t *testing.T) {
 	for _, status := range []int{500, 502, 503, 504} {
-		c, mt := newMockClient(t, Config{})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(status, ""))
-		_, _, err := getRaw(context.Background(), c, "/users", "")
+		c, mt := setup(t)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return httpmock.NewStringResponse(status, ""), nil
+		})
+		_, err := c.Users.ListPage(context.Background(), nil)
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.StatusCode != status {
 			t.Fatalf("%d: err = %v", status, err)
 		}
-		if n := usersCalls(mt, "/users"); n != 5 {
-			t.Errorf("%d: attempts = %d, want 1 + the default 4 retries", status, n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 5}) // 1 + the default 4 retries
 	}
 }
 
@@ -110,9 +117,13 @@ func TestNeverRetried(t *testing.T) {
 		{501, map[string]any{"reason": "COMMON.NOT_IMPLEMENTED", "error_message": "no"}, nil},
 	}
 	for _, tt := range tests {
-		c, mt := newMockClient(t, Config{})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", jsonResponder(tt.status, tt.body))
-		_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+		c, mt := setup(t)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return jsonResponder(tt.status, tt.body)(r)
+		})
+		_, err := c.Users.Get(context.Background(), "u-1")
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.StatusCode != tt.status || ae.Reason != tt.body["reason"] || ae.Message != tt.body["error_message"] {
 			t.Errorf("%d: err = %v", tt.status, err)
@@ -120,17 +131,19 @@ func TestNeverRetried(t *testing.T) {
 		if tt.sentinel != nil && !errors.Is(err, tt.sentinel) {
 			t.Errorf("%d: errors.Is(err, %v) = false", tt.status, tt.sentinel)
 		}
-		if n := usersCalls(mt, "/users/u-1"); n != 1 {
-			t.Errorf("%d: attempts = %d, want 1", tt.status, n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users/u-1": 1})
 	}
 }
 
 func TestHTMLBadGateway(t *testing.T) {
-	c, mt := newMockClient(t, Config{MaxRetries: 1})
+	c, mt := setup(t, Config{MaxRetries: 1})
 	page := "<html><body><h1>502 Bad Gateway</h1>" + strings.Repeat("x", 4000) + "</body></html>"
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", httpmock.NewStringResponder(502, page))
-	_, _, err := getRaw(context.Background(), c, "/things", "")
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		return rawResponder(502, "text/html", page)(r)
+	})
+	_, err := c.Things.ListPage(context.Background(), nil)
 	var ae *APIError
 	if !errors.As(err, &ae) {
 		t.Fatalf("err = %v, want *APIError", err)
@@ -144,9 +157,12 @@ func TestHTMLBadGateway(t *testing.T) {
 }
 
 func TestTransportErrorsRetriedWithoutURL(t *testing.T) {
-	c, mt := newMockClient(t, Config{MaxRetries: 2})
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewErrorResponder(errors.New("connection reset by peer")))
-	_, _, err := getRaw(context.Background(), c, "/users", "page=secret-page-token")
+	c, mt := setup(t, Config{MaxRetries: 2})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testQuery(t, r, "page=secret-page-token")
+		return nil, errors.New("connection reset by peer")
+	})
+	_, err := c.Users.ListPage(context.Background(), &ListOptions{NextPage: usersPath + "?page=secret-page-token"})
 	var te *TransportError
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v (%T), want *TransportError", err, err)
@@ -161,13 +177,16 @@ func TestTransportErrorsRetriedWithoutURL(t *testing.T) {
 
 func TestRetryAfterPastDeadlineReturnsPromptly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{RetryWaitMax: time.Minute})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users",
-			httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"30"}}))
+		c, mt := setup(t, Config{RetryWaitMax: time.Minute})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"30"}})(r)
+		})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		start := time.Now()
-		_, _, err := getRaw(ctx, c, "/users", "")
+		_, err := c.Users.ListPage(ctx, nil)
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.StatusCode != 503 {
 			t.Fatalf("err = %v, want the last answer, *APIError 503", err)
@@ -175,50 +194,57 @@ func TestRetryAfterPastDeadlineReturnsPromptly(t *testing.T) {
 		if waited := time.Since(start); waited != 0 {
 			t.Errorf("waited %v; want an immediate return, not a sleep into the deadline", waited)
 		}
-		if n := usersCalls(mt, "/users"); n != 1 {
-			t.Errorf("attempts = %d, want 1", n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 1})
 	})
 }
 
 func TestContextCancelledStopsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{RetryWaitMin: time.Second, RetryWaitMax: time.Second, MaxRetries: 10})
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", httpmock.NewStringResponder(503, ""))
+		c, mt := setup(t, Config{RetryWaitMin: time.Second, RetryWaitMax: time.Second, MaxRetries: 10})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			return httpmock.NewStringResponse(503, ""), nil
+		})
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(2500 * time.Millisecond); cancel() }()
-		_, _, err := getRaw(ctx, c, "/users", "")
+		_, err := c.Users.ListPage(ctx, nil)
 		var te *TransportError
 		if !errors.Is(err, context.Canceled) || !errors.As(err, &te) || te.Path != "/users" || te.Attempts != 3 {
 			t.Fatalf("err = %v, want a *TransportError of GET /users after 3 attempts wrapping context.Canceled", err)
 		}
-		if n := usersCalls(mt, "/users"); n != 3 {
-			t.Errorf("attempts = %d, want 3 (at 0, 1 and 2 s)", n)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 3}) // at 0, 1 and 2 s
 	})
 }
 
 func TestRetryCarriesRefreshedToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{RetryWaitMax: time.Minute})
+		c, mt := setup(t, Config{RetryWaitMax: time.Minute})
 		ti := &tokenIssuer{lifetime: 600 * time.Second}
 		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
-		var rec recorder
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(httpmock.NewStringResponder(200, "{}")))
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testHeader(t, r, "Authorization", "Bearer tok-1")
+			return pageOfUsers("")(r)
+		})
+		if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(585 * time.Second) // due for refresh; the retry at 605 s comes after tok-1 expired
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", rec.respond(
-			httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"20"}}).Once().
-				Then(httpmock.NewStringResponder(200, "{}"))))
-		if _, _, err := getRaw(context.Background(), c, "/users/u-1", ""); err != nil {
+		attempt := 0
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+			attempt++
+			if attempt == 1 {
+				testHeader(t, r, "Authorization", "Bearer tok-1")
+				return httpmock.NewStringResponse(503, ""), nil
+			}
+			// The retry carries the refreshed token, not the expired one.
+			testHeader(t, r, "Authorization", "Bearer tok-2")
+			return jsonResponder(200, map[string]any{"id": "u-1"})(r)
+		})
+		if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
 			t.Fatal(err)
 		}
-		reqs := rec.all()
-		if got := []string{reqs[1].Header.Get("Authorization"), reqs[2].Header.Get("Authorization")}; got[0] != "Bearer tok-1" || got[1] != "Bearer tok-2" {
-			t.Errorf("attempt tokens = %v; want the retry to carry the refreshed token, not the expired one", got)
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 2, "GET " + mockPrefix + "/users": 1, "GET " + mockPrefix + "/users/u-1": 2})
 	})
 }
 
@@ -296,11 +322,15 @@ func TestRetryAfterBoundedByRetryWaits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.retryAfter, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c, mt := newMockClient(t, Config{RetryWaitMin: 2 * time.Second, RetryWaitMax: 8 * time.Second})
-				limited := httpmock.NewStringResponder(429, "").HeaderSet(http.Header{"Retry-After": {tt.retryAfter}})
-				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", limited.Once().Then(jsonResponder(200, map[string]any{})))
+				c, mt := setup(t, Config{RetryWaitMin: 2 * time.Second, RetryWaitMax: 8 * time.Second})
+				answers := httpmock.NewStringResponder(429, "").HeaderSet(http.Header{"Retry-After": {tt.retryAfter}}).Once().Then(pageOfUsers(""))
+				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+					testMethod(t, r, "GET")
+					testAPIHeaders(t, r)
+					return answers(r)
+				})
 				start := time.Now()
-				if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+				if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 					t.Fatal(err)
 				}
 				if waited := time.Since(start); waited != tt.want {

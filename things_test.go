@@ -12,17 +12,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// resThingDetailsWant is testdata/thing_details.json, field by field.
-func resThingDetailsWant(t testing.TB) *ThingDetails {
+// thingDetailsWant is testdata/thing_details.json, field by field.
+func thingDetailsWant(t testing.TB) *ThingDetails {
 	return &ThingDetails{
 		Thing: Thing{
 			PhysicalID: "AC:DE:48:00:11:22", Name: "Kitchen sensor", Model: "TH-100", FirmwareVersion: "1.4.2",
-			LastSeen:  resTSPtr(t, "2024-05-06T07:08:09.010Z"),
-			CreatedAt: resTS(t, "2023-12-01T00:00:00.000Z"), UpdatedAt: resTS(t, "2024-05-06T07:08:09.010Z"),
+			LastSeen:  stampPtr(t, "2024-05-06T07:08:09.010Z"),
+			CreatedAt: stamp(t, "2023-12-01T00:00:00.000Z"), UpdatedAt: stamp(t, "2024-05-06T07:08:09.010Z"),
 		},
 		Statuses: []ThingStatus{
-			{Name: "battery", StatusValue: "87", Date: resTS(t, "2024-05-06T07:08:09.010Z")},
-			{Name: "door", StatusValue: "closed", Date: resTS(t, "2024-05-05T22:00:00.000Z")},
+			{Name: "battery", StatusValue: "87", Date: stamp(t, "2024-05-06T07:08:09.010Z")},
+			{Name: "door", StatusValue: "closed", Date: stamp(t, "2024-05-05T22:00:00.000Z")},
 		},
 		CustomSettings: map[string]any{
 			"threshold":   json.Number("21.5"),
@@ -31,14 +31,20 @@ func resThingDetailsWant(t testing.TB) *ThingDetails {
 			"calibration": map[string]any{"offsets": []any{json.Number("0.1"), json.Number("-0.2")}, "by": nil},
 		},
 		AssociatedUsers: []AssociatedUser{
-			{ID: "u-1", AssociationData: AssociationData{AssociatedAt: resTS(t, "2024-01-03T08:00:00.000Z")}},
+			{ID: "u-1", AssociationData: AssociationData{AssociatedAt: stamp(t, "2024-01-03T08:00:00.000Z")}},
 		},
 	}
 }
 
 func TestThingsListPageDecodesSample(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "things_page.json")))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		testQuery(t, r, "order_by=updatedAt&order_direction=asc")
+		testBody(t, r, "")
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "things_page.json"))(r)
+	})
 
 	got, err := c.Things.ListPage(t.Context(), &ListOptions{OrderBy: OrderByUpdatedAt, Direction: Ascending})
 	if err != nil {
@@ -47,20 +53,18 @@ func TestThingsListPageDecodesSample(t *testing.T) {
 	want := &Page[*Thing]{Items: []*Thing{
 		{
 			PhysicalID: "AC:DE:48:00:11:22", Name: "Kitchen sensor", Model: "TH-100", FirmwareVersion: "1.4.2",
-			LastSeen:  resTSPtr(t, "2024-05-06T07:08:09.010Z"),
-			CreatedAt: resTS(t, "2023-12-01T00:00:00.000Z"), UpdatedAt: resTS(t, "2024-05-06T07:08:09.010Z"),
+			LastSeen:  stampPtr(t, "2024-05-06T07:08:09.010Z"),
+			CreatedAt: stamp(t, "2023-12-01T00:00:00.000Z"), UpdatedAt: stamp(t, "2024-05-06T07:08:09.010Z"),
 		},
 		{
 			PhysicalID: "never-seen", Name: "Spare", Model: "TH-100", FirmwareVersion: "1.0.0",
-			CreatedAt: resTS(t, "2024-01-01T12:00:00.000Z"), UpdatedAt: resTS(t, "2024-01-01T12:00:00.000Z"),
+			CreatedAt: stamp(t, "2024-01-01T12:00:00.000Z"), UpdatedAt: stamp(t, "2024-01-01T12:00:00.000Z"),
 		},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("page (-want +got):\n%s", diff)
 	}
-	resCheckRequests(t, rec.all(), []resWant{{
-		Method: "GET", Path: "/v2/api/management/service_connect/things", Query: "order_by=updatedAt&order_direction=asc",
-	}})
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/things": 1})
 }
 
 func TestThingsGetDecodesSamples(t *testing.T) {
@@ -68,18 +72,24 @@ func TestThingsGetDecodesSamples(t *testing.T) {
 		sample string
 		want   func(testing.TB) *ThingDetails
 	}{
-		{"thing_details.json", resThingDetailsWant},
+		{"thing_details.json", thingDetailsWant},
 		{"thing_details_bare.json", func(t testing.TB) *ThingDetails {
 			return &ThingDetails{Thing: Thing{
 				PhysicalID: "never-seen", Name: "Spare", Model: "TH-100", FirmwareVersion: "1.0.0",
-				CreatedAt: resTS(t, "2024-01-01T12:00:00.000Z"), UpdatedAt: resTS(t, "2024-01-01T12:00:00.000Z"),
+				CreatedAt: stamp(t, "2024-01-01T12:00:00.000Z"), UpdatedAt: stamp(t, "2024-01-01T12:00:00.000Z"),
 			}}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.sample, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, tt.sample)))
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/things/AC:DE:48:00:11:22", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
+				testAPIHeaders(t, r)
+				testQuery(t, r, "")
+				testBody(t, r, "")
+				return rawResponder(http.StatusOK, "application/json", readSample(t, tt.sample))(r)
+			})
 			got, err := c.Things.Get(t.Context(), "AC:DE:48:00:11:22")
 			if err != nil {
 				t.Fatal(err)
@@ -87,15 +97,26 @@ func TestThingsGetDecodesSamples(t *testing.T) {
 			if diff := cmp.Diff(tt.want(t), got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/things/AC:DE:48:00:11:22"}})
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/things/AC:DE:48:00:11:22": 1})
 		})
 	}
 }
 
 // The integer 2^53+1 reaches the caller exactly, and goes back exactly.
 func TestThingsCustomSettingsKeepIntegers(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things/p-1", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		testBody(t, r, "")
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "thing_details.json"))(r)
+	})
+	mt.RegisterResponder(http.MethodPatch, mockPrefix+"/things/p-1", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "PATCH")
+		testAPIHeaders(t, r)
+		testBody(t, r, `{"custom_settings":{"serial":9007199254740993}}`) // the integer as it came
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "thing_details.json"))(r)
+	})
 	th, err := c.Things.Get(t.Context(), "p-1")
 	if err != nil {
 		t.Fatal(err)
@@ -107,18 +128,16 @@ func TestThingsCustomSettingsKeepIntegers(t *testing.T) {
 	if _, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{"serial": n}}); err != nil {
 		t.Fatal(err)
 	}
-	if body := rec.all()[1].Body; body != `{"custom_settings":{"serial":9007199254740993}}` {
-		t.Errorf("update body %s, want the integer as it came", body)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/things/p-1": 1, "PATCH " + mockPrefix + "/things/p-1": 1})
 }
 
 func TestThingsGetRefusesBadIDs(t *testing.T) {
 	for _, id := range []string{"", ".", ".."} {
-		c, mt := newMockClient(t, Config{})
+		c, mt := setup(t)
 		if got, err := c.Things.Get(t.Context(), id); !errors.Is(err, ErrInvalidArgument) || got != nil {
 			t.Errorf("Get(%q) = %v, %v; want nil, ErrInvalidArgument", id, got, err)
 		}
-		resNoRequest(t, mt)
+		testCalls(t, mt, nil)
 	}
 }
 
@@ -162,26 +181,35 @@ func TestThingsUpdateBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{UnsetMarker: tt.marker})
-			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+			c, mt := setup(t, Config{UnsetMarker: tt.marker})
+			mt.RegisterResponder(http.MethodPatch, mockPrefix+"/things/AC:DE:48:00:11:22", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "PATCH")
+				testAPIHeaders(t, r)
+				testQuery(t, r, "")
+				testJSONBody(t, r, tt.body)
+				return rawResponder(http.StatusOK, "application/json", readSample(t, "thing_details.json"))(r)
+			})
 			got, err := c.Things.Update(t.Context(), "AC:DE:48:00:11:22", tt.update)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(resThingDetailsWant(t), got); diff != "" {
+			if diff := cmp.Diff(thingDetailsWant(t), got); diff != "" {
 				t.Errorf("updated Thing (-want +got):\n%s", diff)
 			}
-			resCheckRequests(t, rec.all(), []resWant{{
-				Method: "PATCH", Path: "/v2/api/management/service_connect/things/AC:DE:48:00:11:22", Body: tt.body,
-			}})
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "PATCH " + mockPrefix + "/things/AC:DE:48:00:11:22": 1})
 		})
 	}
 }
 
 // The caller's map keeps its Unset values: the marker goes into a copy.
 func TestThingsUpdateLeavesCallerMapAlone(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPatch, mockPrefix+"/things/p-1", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "PATCH")
+		testAPIHeaders(t, r)
+		testJSONBody(t, r, `{"custom_settings": {"gone": "$ServiceUnset$", "kept": "v"}}`)
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "thing_details.json"))(r)
+	})
 	settings := map[string]any{"gone": Unset, "kept": "v"}
 	if _, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: settings}); err != nil {
 		t.Fatal(err)
@@ -193,14 +221,19 @@ func TestThingsUpdateLeavesCallerMapAlone(t *testing.T) {
 }
 
 func TestThingsUpdateEscapesID(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "thing_details.json")))
+	const path = "/v2/api/management/service_connect/things/p%2F1%20%3F%23%25"
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPatch, mockBaseURL+path, func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "PATCH")
+		testAPIHeaders(t, r)
+		testQuery(t, r, "")
+		testJSONBody(t, r, `{"name": "n"}`)
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "thing_details.json"))(r)
+	})
 	if _, err := c.Things.Update(t.Context(), "p/1 ?#%", ThingUpdate{Name: Ptr("n")}); err != nil {
 		t.Fatal(err)
 	}
-	resCheckRequests(t, rec.all(), []resWant{{
-		Method: "PATCH", Path: "/v2/api/management/service_connect/things/p%2F1%20%3F%23%25", Body: `{"name": "n"}`,
-	}})
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "PATCH " + mockBaseURL + path: 1})
 }
 
 // Bad updates are refused before anything is sent, the token request included.
@@ -229,12 +262,12 @@ func TestThingsUpdateRefusesBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
+			c, mt := setup(t)
 			got, err := c.Things.Update(t.Context(), tt.id, tt.update)
 			if !errors.Is(err, ErrInvalidArgument) || got != nil {
 				t.Errorf("Update = %v, %v; want nil, ErrInvalidArgument", got, err)
 			}
-			resNoRequest(t, mt)
+			testCalls(t, mt, nil)
 		})
 	}
 }
@@ -251,7 +284,7 @@ func TestThingsUpdateNamesNestedUnset(t *testing.T) {
 		{Ptr(Unset), `found inside CustomSettings["a"]`},
 	}
 	for _, tt := range tests {
-		c, _ := newMockClient(t, Config{})
+		c, _ := setup(t)
 		_, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{"a": tt.value}})
 		want := "management: invalid argument: Unset is only valid as a top-level ThingUpdate.CustomSettings value, " + tt.want
 		if err == nil || err.Error() != want {
@@ -298,7 +331,7 @@ func TestThingsUpdateRefusesUnsetMarkerString(t *testing.T) {
 			if err.Error() != want {
 				t.Errorf("error %q, want %q", err, want)
 			}
-			resNoRequest(t, mt)
+			testCalls(t, mt, nil)
 		})
 	}
 }
@@ -312,7 +345,7 @@ func TestThingsUpdateSendsMarkerLookalikes(t *testing.T) {
 		testMethod(t, r, "PATCH")
 		testHeader(t, r, "Authorization", "Bearer "+mockToken)
 		testBody(t, r, `{"custom_settings":{"__gone__":1,"default":"$ServiceUnset$","gone":"__gone__","longer":"x__gone__","nested":{"__gone__":["__gone__x"]}}}`)
-		return resRaw(http.StatusOK, resSample(t, "thing_details.json"))(r)
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "thing_details.json"))(r)
 	})
 	got, err := c.Things.Update(t.Context(), "p-1", ThingUpdate{CustomSettings: map[string]any{
 		"__gone__": 1,
@@ -324,12 +357,10 @@ func TestThingsUpdateSendsMarkerLookalikes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(resThingDetailsWant(t), got); diff != "" {
+	if diff := cmp.Diff(thingDetailsWant(t), got); diff != "" {
 		t.Errorf("updated Thing (-want +got):\n%s", diff)
 	}
-	if n := mt.GetTotalCallCount(); n != 2 {
-		t.Errorf("%d requests, want the token's and the update", n)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "PATCH " + mockPrefix + "/things/p-1": 1})
 }
 
 // Errors about a custom setting name its key cut short, not the whole key.

@@ -20,57 +20,55 @@ import (
 	"github.com/jarcoal/httpmock"
 )
 
-const tokenURL = mockPrefix + "/auth/token"
+// whoamiURL is what the token tests call: GET /users/me, answered (by
+// echoToken or tokenIssuer.api) with the token it carried as the User's id.
+const whoamiURL = mockPrefix + "/users/me"
+
+// whoami returns the token that GET /users/me carried.
+func whoami(ctx context.Context, c *Client) (string, error) {
+	u, err := c.Users.Get(ctx, "me")
+	if err != nil {
+		return "", err
+	}
+	return u.ID, nil
+}
+
+// emptyPage answers an empty last page of Users.
+var emptyPage = jsonResponder(200, map[string]any{"users": []any{}, "next_page": nil})
 
 func TestTokenRequestIsExact(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	var rec recorder
-	mt.RegisterResponder(http.MethodPost, tokenURL,
-		rec.respond(jsonResponder(200, map[string]any{"access_token": "tok-A", "token_type": "Bearer", "expires_in": 600})))
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", jsonResponder(200, map[string]any{}))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "POST")
+		testQuery(t, r, "")
+		testHeader(t, r, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(mockID+":"+mockSecret)))
+		testHeader(t, r, "Content-Type", "application/json")
+		testJSONBody(t, r, `{"grant_type": "client_credentials"}`)
+		return jsonResponder(200, map[string]any{"access_token": "tok-A", "token_type": "Bearer", "expires_in": 600})(r)
+	})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", emptyPage)
 
-	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+	if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	reqs := rec.all()
-	if len(reqs) != 1 {
-		t.Fatalf("%d token requests, want 1", len(reqs))
-	}
-	got := reqs[0]
-	if got.Method != "POST" || got.Path != "/v2/api/management/service_connect/auth/token" || got.Query != "" {
-		t.Errorf("token request = %s %s?%s", got.Method, got.Path, got.Query)
-	}
-	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(mockID+":"+mockSecret))
-	if got.Header.Get("Authorization") != wantAuth {
-		t.Errorf("Authorization = %q, want %q", got.Header.Get("Authorization"), wantAuth)
-	}
-	if got.Header.Get("Content-Type") != "application/json" {
-		t.Errorf("Content-Type = %q", got.Header.Get("Content-Type"))
-	}
-	if diff := cmp.Diff(map[string]any{"grant_type": "client_credentials"}, jsonBody(t, got.Body)); diff != "" {
-		t.Errorf("token body (-want +got):\n%s", diff)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 1})
 }
 
 func TestTokenReusedAndSentAsTypeAndToken(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
+	c, mt := setup(t)
 	mt.RegisterResponder(http.MethodPost, tokenURL,
 		jsonResponder(200, map[string]any{"access_token": "tok-A", "token_type": "MAC", "expires_in": 600}))
-	var rec recorder
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(jsonResponder(200, map[string]any{})))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", "MAC tok-A") // the token type as returned, then the token
+		return emptyPage(r)
+	})
 	for range 3 {
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 1 {
-		t.Errorf("token requests = %d, want 1", n)
-	}
-	for _, r := range rec.all() {
-		if got := r.Header.Get("Authorization"); got != "MAC tok-A" {
-			t.Errorf("Authorization = %q, want the token type as returned then the token", got)
-		}
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 3})
 }
 
 func TestTokenEndpointErrors(t *testing.T) {
@@ -85,10 +83,10 @@ func TestTokenEndpointErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
+			c, mt := setup(t)
 			mt.RegisterResponder(http.MethodPost, tokenURL,
 				jsonResponder(tt.status, map[string]any{"error": tt.code, "error_description": "refused"}))
-			_, _, err := getRaw(context.Background(), c, "/users", "")
+			_, err := c.Users.ListPage(context.Background(), nil)
 			var te *TokenError
 			if !errors.As(err, &te) {
 				t.Fatalf("err = %v (%T), want *TokenError", err, err)
@@ -103,20 +101,15 @@ func TestTokenEndpointErrors(t *testing.T) {
 			if want := fmt.Sprintf("management: POST /auth/token: %d %s: refused", tt.status, tt.code); err.Error() != want {
 				t.Errorf("Error() = %q, want %q", err, want)
 			}
-			if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 1 {
-				t.Errorf("token requests = %d, want 1 (never retried)", n)
-			}
-			if n := mt.GetTotalCallCount(); n != 1 {
-				t.Errorf("requests = %d, want only the token request", n)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1}) // never retried, and nothing else sent
 		})
 	}
 }
 
 func TestTokenResponseWithoutLifetimeIsRefused(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
+	c, mt := setup(t)
 	mt.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(200, map[string]any{"access_token": "t", "token_type": "Bearer"}))
-	_, _, err := getRaw(context.Background(), c, "/users", "")
+	_, err := c.Users.ListPage(context.Background(), nil)
 	var de *DecodeError
 	if !errors.As(err, &de) || de.Path != "/auth/token" || de.StatusCode != 200 {
 		t.Fatalf("err = %v, want *DecodeError for POST /auth/token", err)
@@ -150,8 +143,8 @@ func (ti *tokenIssuer) respond(req *http.Request) (*http.Response, error) {
 	})
 }
 
-// api answers 200 to a valid token and 401 AUTH.UNAUTHORIZED otherwise,
-// counting the expired tokens it saw.
+// api answers whoami: 200 to a valid token (a User whose id is the token)
+// and 401 AUTH.UNAUTHORIZED otherwise, counting the expired tokens it saw.
 func (ti *tokenIssuer) api(expiredSeen *atomic.Int32) httpmock.Responder {
 	return func(req *http.Request) (*http.Response, error) {
 		tok := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
@@ -162,25 +155,25 @@ func (ti *tokenIssuer) api(expiredSeen *atomic.Int32) httpmock.Responder {
 			expiredSeen.Add(1)
 			return httpmock.NewJsonResponse(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})
 		}
-		return httpmock.NewJsonResponse(200, map[string]any{"token": tok})
+		return httpmock.NewJsonResponse(200, map[string]any{"id": tok})
 	}
 }
 
 func TestTokenRefreshedBeforeExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
+		c, mt := setup(t)
 		ti := &tokenIssuer{lifetime: 600 * time.Second}
 		var expired atomic.Int32
 		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+		mt.RegisterResponder(http.MethodGet, whoamiURL, ti.api(&expired))
 
 		var seen []string
 		for range 40 { // 40 calls 59 s apart: 39 min, about four lifetimes
-			out, _, err := getRaw(context.Background(), c, "/users", "")
+			tok, err := whoami(context.Background(), c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			seen = append(seen, out["token"].(string))
+			seen = append(seen, tok)
 			time.Sleep(59 * time.Second)
 		}
 		if expired.Load() != 0 {
@@ -200,30 +193,30 @@ func TestTokenRefreshedBeforeExpiry(t *testing.T) {
 
 func TestRefreshDoesNotDelayCallers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
+		c, mt := setup(t)
 		ti := &tokenIssuer{lifetime: 600 * time.Second, delay: 5 * time.Second}
 		var expired atomic.Int32
 		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+		mt.RegisterResponder(http.MethodGet, whoamiURL, ti.api(&expired))
 
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil { // cold: waits 5 s
+		if _, err := whoami(context.Background(), c); err != nil { // cold: waits 5 s
 			t.Fatal(err)
 		}
 		time.Sleep(560 * time.Second) // due for refresh (at 545 s), valid until 605 s
 		short, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
-		out, _, err := getRaw(short, c, "/users", "")
-		if err != nil || out["token"] != "tok-1" || time.Since(start) != 0 {
-			t.Fatalf("during a slow refresh: %v, %v after %v; want tok-1 at once", out, err, time.Since(start))
+		tok, err := whoami(short, c)
+		if err != nil || tok != "tok-1" || time.Since(start) != 0 {
+			t.Fatalf("during a slow refresh: %v, %v after %v; want tok-1 at once", tok, err, time.Since(start))
 		}
 		time.Sleep(6 * time.Second) // the refresh has completed
-		out, _, err = getRaw(context.Background(), c, "/users", "")
+		tok, err = whoami(context.Background(), c)
 		ti.mu.Lock()
 		issued := ti.issued
 		ti.mu.Unlock()
-		if err != nil || out["token"] != "tok-2" || issued != 2 {
-			t.Fatalf("after the refresh: %v, %v, %d tokens; want tok-2 of 2", out, err, issued)
+		if err != nil || tok != "tok-2" || issued != 2 {
+			t.Fatalf("after the refresh: %v, %v, %d tokens; want tok-2 of 2", tok, err, issued)
 		}
 	})
 }
@@ -247,46 +240,44 @@ func TestRefreshMargin(t *testing.T) {
 
 func TestColdClientFetchesOneToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
+		c, mt := setup(t)
 		ti := &tokenIssuer{lifetime: 600 * time.Second, delay: 200 * time.Millisecond}
 		var expired atomic.Int32
 		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+		mt.RegisterResponder(http.MethodGet, whoamiURL, ti.api(&expired))
 
 		var wg sync.WaitGroup
 		var failures atomic.Int32
 		for range 200 {
 			wg.Go(func() {
-				if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+				if _, err := whoami(context.Background(), c); err != nil {
 					failures.Add(1)
 				}
 			})
 		}
 		wg.Wait()
-		if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 1 {
-			t.Errorf("token requests = %d, want 1", n)
+		if failures.Load() != 0 {
+			t.Errorf("failures = %d, want 0", failures.Load())
 		}
-		if failures.Load() != 0 || mt.GetCallCountInfo()["GET "+mockPrefix+"/users"] != 200 {
-			t.Errorf("failures = %d, calls = %d; want 0 and 200", failures.Load(), mt.GetCallCountInfo()["GET "+mockPrefix+"/users"])
-		}
+		testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + whoamiURL: 200})
 	})
 }
 
 func TestCallerGivingUpDoesNotFailSharedFetch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
+		c, mt := setup(t)
 		ti := &tokenIssuer{lifetime: 600 * time.Second, delay: 5 * time.Second}
 		var expired atomic.Int32
 		mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+		mt.RegisterResponder(http.MethodGet, whoamiURL, ti.api(&expired))
 
 		impatient, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		var impatientErr, patientErr error
 		var wg sync.WaitGroup
 		start := time.Now()
-		wg.Go(func() { _, _, impatientErr = getRaw(impatient, c, "/users", "") })
-		wg.Go(func() { _, _, patientErr = getRaw(context.Background(), c, "/users", "") })
+		wg.Go(func() { _, impatientErr = whoami(impatient, c) })
+		wg.Go(func() { _, patientErr = whoami(context.Background(), c) })
 		wg.Wait()
 
 		if !errors.Is(impatientErr, context.DeadlineExceeded) {
@@ -306,23 +297,23 @@ func TestCallerGivingUpDoesNotFailSharedFetch(t *testing.T) {
 
 func TestRefreshFailureKeepsValidToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{MaxRetries: -1})
+		c, mt := setup(t, Config{MaxRetries: -1})
 		ti := &tokenIssuer{lifetime: 600 * time.Second}
 		var expired atomic.Int32
 		mt.RegisterResponder(http.MethodPost, tokenURL, httpmock.Responder(ti.respond).Once().
 			Then(httpmock.NewStringResponder(503, "down")))
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", ti.api(&expired))
+		mt.RegisterResponder(http.MethodGet, whoamiURL, ti.api(&expired))
 
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		if _, err := whoami(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(570 * time.Second) // inside the refresh margin, before expiry
-		out, _, err := getRaw(context.Background(), c, "/users", "")
-		if err != nil || out["token"] != "tok-1" {
-			t.Fatalf("during a failed refresh: %v, %v; want tok-1 still used", out, err)
+		tok, err := whoami(context.Background(), c)
+		if err != nil || tok != "tok-1" {
+			t.Fatalf("during a failed refresh: %v, %v; want tok-1 still used", tok, err)
 		}
 		time.Sleep(31 * time.Second) // now expired, and the refresh still fails
-		_, _, err = getRaw(context.Background(), c, "/users", "")
+		_, err = whoami(context.Background(), c)
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.StatusCode != 503 || ae.Path != "/auth/token" {
 			t.Fatalf("after expiry err = %v, want the token endpoint's 503", err)
@@ -334,47 +325,42 @@ func TestRefreshFailureKeepsValidToken(t *testing.T) {
 }
 
 func TestUnauthorizedRefreshesAndReplaysOnce(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
+	c, mt := setup(t)
 	ti := &tokenIssuer{lifetime: 600 * time.Second}
 	mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
-	var rec recorder
-	unauthorized := jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1",
-		rec.respond(unauthorized.Once().Then(jsonResponder(200, map[string]any{"id": "u-1"}))))
+	attempt := 0
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", fmt.Sprintf("Bearer tok-%d", attempt+1)) // a fresh token for the replay
+		attempt++
+		if attempt == 1 {
+			return jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})(r)
+		}
+		return jsonResponder(200, map[string]any{"id": "u-1"})(r)
+	})
 
-	out, status, err := getRaw(context.Background(), c, "/users/u-1", "")
-	if err != nil || status != 200 || out["id"] != "u-1" {
-		t.Fatalf("do = %v, %d, %v; want the replay's answer", out, status, err)
+	u, err := c.Users.Get(context.Background(), "u-1")
+	if err != nil || u.ID != "u-1" {
+		t.Fatalf("Users.Get = %v, %v; want the replay's answer", u, err)
 	}
-	var auths []string
-	for _, r := range rec.all() {
-		auths = append(auths, r.Header.Get("Authorization"))
-	}
-	if diff := cmp.Diff([]string{"Bearer tok-1", "Bearer tok-2"}, auths); diff != "" {
-		t.Errorf("Authorization per attempt (-want +got):\n%s", diff)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 2, "GET " + mockPrefix + "/users/u-1": 2})
 }
 
 func TestPersistentUnauthorized(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
+	c, mt := setup(t)
 	ti := &tokenIssuer{lifetime: 600 * time.Second}
 	mt.RegisterResponder(http.MethodPost, tokenURL, ti.respond)
 	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1",
 		jsonResponder(401, map[string]any{"reason": ReasonUnauthorized, "error_message": ""}))
 
-	_, _, err := getRaw(context.Background(), c, "/users/u-1", "")
+	_, err := c.Users.Get(context.Background(), "u-1")
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("err = %v, want ErrUnauthorized", err)
 	}
 	if got, want := err.Error(), "management: GET /users/u-1: 401 AUTH.UNAUTHORIZED"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
-	if n := mt.GetCallCountInfo()["GET "+mockPrefix+"/users/u-1"]; n != 2 {
-		t.Errorf("attempts = %d, want exactly 2", n)
-	}
-	if ti.issued != 2 {
-		t.Errorf("tokens issued = %d, want 2", ti.issued)
-	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 2, "GET " + mockPrefix + "/users/u-1": 2}) // exactly 2 attempts, 2 tokens
 }
 
 func TestInvalidateOnlyDropsTheStaleToken(t *testing.T) {
@@ -413,26 +399,32 @@ func (s *invalidatingSource) Invalidate(t *Token) {
 
 func TestUserTokenSourceInvalidatedOn401(t *testing.T) {
 	src := &invalidatingSource{}
-	c, mt := newMockClient(t, Config{TokenSource: src})
-	var rec recorder
-	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", rec.respond(
-		jsonResponder(401, map[string]any{"reason": ReasonUnauthorized}).Once().Then(jsonResponder(200, map[string]any{}))))
-	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+	c, mt := setup(t, Config{TokenSource: src})
+	attempt := 0
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testHeader(t, r, "Authorization", fmt.Sprintf("Bearer own-%d", attempt)) // the replay's from the source, once invalidated
+		attempt++
+		if attempt == 1 {
+			return jsonResponder(401, map[string]any{"reason": ReasonUnauthorized})(r)
+		}
+		return emptyPage(r)
+	})
+	if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"own-0"}, src.invalidated); diff != "" {
 		t.Errorf("invalidated (-want +got):\n%s", diff)
 	}
-	if got := rec.all()[1].Header.Get("Authorization"); got != "Bearer own-1" {
-		t.Errorf("replay Authorization = %q", got)
-	}
+	testCalls(t, mt, map[string]int{"GET " + mockPrefix + "/users": 2})
 }
 
 func TestAbsurdLifetimeCapped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, mt := newMockClient(t, Config{})
+		c, mt := setup(t)
 		mt.RegisterResponder(http.MethodPost, tokenURL,
 			jsonResponder(200, map[string]any{"access_token": "t", "token_type": "Bearer", "expires_in": int64(1) << 60}))
+		// Internal: a token's Expiry is not visible through the public API.
 		tok, err := c.tokens.Token(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -477,11 +469,12 @@ func TestTokenEndpointAnswerNotSendableIsRefused(t *testing.T) {
 				return answers(r)
 			})
 			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
 				testHeader(t, r, "Authorization", "Bearer good")
-				return httpmock.NewJsonResponse(200, map[string]any{})
+				return emptyPage(r)
 			})
 
-			_, _, err := getRaw(context.Background(), c, "/users", "")
+			_, err := c.Users.ListPage(context.Background(), nil)
 			var de *DecodeError
 			if !errors.As(err, &de) || de.Method != "POST" || de.Path != "/auth/token" || de.StatusCode != 200 {
 				t.Fatalf("err = %v (%T), want a *DecodeError of POST /auth/token", err, err)
@@ -489,16 +482,12 @@ func TestTokenEndpointAnswerNotSendableIsRefused(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.field) || strings.Contains(err.Error(), secret) {
 				t.Errorf("err = %q, want it to name %q and not hold the token", err, tt.field)
 			}
-			if n := mt.GetCallCountInfo()["GET "+mockPrefix+"/users"]; n != 0 {
-				t.Errorf("%d requests carried the refused token", n)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1}) // no request carried the refused token
 			// Never cached: the next call asks the token endpoint again.
-			if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+			if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 				t.Fatalf("next call: %v, want a fresh token", err)
 			}
-			if n := mt.GetCallCountInfo()["POST "+tokenURL]; n != 2 {
-				t.Errorf("token requests = %d, want 2", n)
-			}
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 2, "GET " + mockPrefix + "/users": 1})
 		})
 	}
 }
@@ -507,10 +496,11 @@ func TestTokenEndpointEmptyTypeIsBearer(t *testing.T) {
 	c, mt := setup(t)
 	mt.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(200, map[string]any{"access_token": "t-1", "expires_in": 600}))
 	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
 		testHeader(t, r, "Authorization", "Bearer t-1")
-		return httpmock.NewJsonResponse(200, map[string]any{})
+		return emptyPage(r)
 	})
-	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+	if _, err := c.Users.ListPage(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -540,7 +530,7 @@ func TestTokenSourceMistakesRefusedBeforeSending(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			src := funcSource(func(context.Context) (*Token, error) { return tt.tok, nil })
 			c, mt := setup(t, Config{TokenSource: src})
-			_, _, err := getRaw(context.Background(), c, "/users", "")
+			_, err := c.Users.ListPage(context.Background(), nil)
 			if !errors.Is(err, ErrInvalidArgument) {
 				t.Fatalf("err = %v, want ErrInvalidArgument", err)
 			}
@@ -549,9 +539,7 @@ func TestTokenSourceMistakesRefusedBeforeSending(t *testing.T) {
 				strings.Count(msg, "management: ") != 1 || !strings.Contains(msg, tt.field) || strings.Contains(msg, secret) {
 				t.Errorf("err = %q, want it to name Config.TokenSource and %q once prefixed, never the token", msg, tt.field)
 			}
-			if n := mt.GetTotalCallCount(); n != 0 {
-				t.Errorf("%d requests sent", n)
-			}
+			testCalls(t, mt, nil)
 		})
 	}
 }
@@ -559,12 +547,10 @@ func TestTokenSourceMistakesRefusedBeforeSending(t *testing.T) {
 func TestTokenSourceErrorPassesUnchanged(t *testing.T) {
 	boom := errors.New("vault unreachable")
 	c, mt := setup(t, Config{TokenSource: funcSource(func(context.Context) (*Token, error) { return nil, boom })})
-	if _, _, err := getRaw(context.Background(), c, "/users", ""); err != boom {
+	if _, err := c.Users.ListPage(context.Background(), nil); err != boom {
 		t.Errorf("err = %v, want the source's own error", err)
 	}
-	if n := mt.GetTotalCallCount(); n != 0 {
-		t.Errorf("%d requests sent", n)
-	}
+	testCalls(t, mt, nil)
 }
 
 // flakyIssuer answers the token endpoint: the first request with tok-1,
@@ -601,9 +587,9 @@ func (fi *flakyIssuer) requestTimes() []time.Duration {
 	return append([]time.Duration(nil), fi.times...)
 }
 
-// echoToken answers with the token the request carried.
+// echoToken answers whoami with the token the request carried.
 func echoToken(r *http.Request) (*http.Response, error) {
-	return httpmock.NewJsonResponse(200, map[string]any{"token": strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+	return httpmock.NewJsonResponse(200, map[string]any{"id": strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
 }
 
 // countLogs counts the JSON records in logs whose level is level and whose
@@ -638,22 +624,22 @@ func TestFailingRefreshBacksOffAndLogsOnce(t *testing.T) {
 		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
 		fi := &flakyIssuer{fail: 5, start: time.Now()}
 		mt.RegisterResponder(http.MethodPost, tokenURL, fi.respond)
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", echoToken)
+		mt.RegisterResponder(http.MethodGet, whoamiURL, echoToken)
 
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		if _, err := whoami(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(530 * time.Second)
 		// A call every 250 ms from 530 s to 580 s. Due for refresh at 540 s;
 		// the refreshes fail 5 times, 1, 2, 4 and 8 s apart, then succeed.
 		for time.Since(fi.start) < 580*time.Second {
-			out, _, err := getRaw(context.Background(), c, "/users", "")
+			tok, err := whoami(context.Background(), c)
 			want := "tok-1"
 			if time.Since(fi.start) > 571*time.Second {
 				want = "tok-2"
 			}
-			if err != nil || out["token"] != want {
-				t.Fatalf("at %v: %v, %v; want %s", time.Since(fi.start), out, err, want)
+			if err != nil || tok != want {
+				t.Fatalf("at %v: %v, %v; want %s", time.Since(fi.start), tok, err, want)
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
@@ -677,9 +663,9 @@ func TestFailingRefreshNeverDelaysCallersWithoutAToken(t *testing.T) {
 		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
 		fi := &flakyIssuer{fail: -1, start: time.Now()}
 		mt.RegisterResponder(http.MethodPost, tokenURL, fi.respond)
-		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", echoToken)
+		mt.RegisterResponder(http.MethodGet, whoamiURL, echoToken)
 
-		if _, _, err := getRaw(context.Background(), c, "/users", ""); err != nil {
+		if _, err := whoami(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(530 * time.Second)
@@ -688,11 +674,11 @@ func TestFailingRefreshNeverDelaysCallersWithoutAToken(t *testing.T) {
 		// one at once and gets the token endpoint's failure.
 		for time.Since(fi.start) <= 605*time.Second {
 			at := time.Since(fi.start)
-			out, _, err := getRaw(context.Background(), c, "/users", "")
+			tok, err := whoami(context.Background(), c)
 			var ae *APIError
 			switch {
-			case at < 600*time.Second && (err != nil || out["token"] != "tok-1"):
-				t.Fatalf("at %v: %v, %v; want tok-1 until it expires", at, out, err)
+			case at < 600*time.Second && (err != nil || tok != "tok-1"):
+				t.Fatalf("at %v: %v, %v; want tok-1 until it expires", at, tok, err)
 			case at >= 600*time.Second && (!errors.As(err, &ae) || ae.StatusCode != 503 || time.Since(fi.start) != at):
 				t.Fatalf("at %v: %v, after %v; want the token endpoint's 503 at once", at, err, time.Since(fi.start)-at)
 			}

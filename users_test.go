@@ -12,17 +12,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// resUsersPageWant is testdata/users_page.json, field by field.
-func resUsersPageWant(t testing.TB) *Page[*User] {
+// usersPageWant is testdata/users_page.json, field by field.
+func usersPageWant(t testing.TB) *Page[*User] {
 	return &Page[*User]{
 		Items: []*User{
 			{
 				ID: "u-1", Email: Ptr("ada@example.test"), FirstName: Ptr("Ada"), LastName: Ptr("Lovelace"),
-				CreatedAt: resTS(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: resTS(t, "2024-02-03T04:05:06.789Z"),
+				CreatedAt: stamp(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: stamp(t, "2024-02-03T04:05:06.789Z"),
 			},
 			{
 				ID:        "u-anon",
-				CreatedAt: resTS(t, "2024-03-04T05:06:07.000Z"), UpdatedAt: resTS(t, "2024-03-04T05:06:07.001Z"),
+				CreatedAt: stamp(t, "2024-03-04T05:06:07.000Z"), UpdatedAt: stamp(t, "2024-03-04T05:06:07.001Z"),
 			},
 		},
 		NextPage: "/v2/api/management/service_connect/users?page=eyJhZnRlciI6InUtYW5vbiJ9",
@@ -30,17 +30,23 @@ func resUsersPageWant(t testing.TB) *Page[*User] {
 }
 
 func TestUsersListPageDecodesSample(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "users_page.json")))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		testQuery(t, r, "")
+		testBody(t, r, "")
+		return rawResponder(http.StatusOK, "application/json", readSample(t, "users_page.json"))(r)
+	})
 
 	got, err := c.Users.ListPage(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(resUsersPageWant(t), got); diff != "" {
+	if diff := cmp.Diff(usersPageWant(t), got); diff != "" {
 		t.Errorf("page (-want +got):\n%s", diff)
 	}
-	resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/users"}})
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 1})
 }
 
 // The order parameters are sent only when asked for, in a fixed order.
@@ -58,8 +64,14 @@ func TestUsersListPageOrderQuery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			rec := resServe(mt, resRaw(http.StatusOK, []byte(`{"users": [], "next_page": null}`)))
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
+				testAPIHeaders(t, r)
+				testQuery(t, r, tt.want)
+				testBody(t, r, "")
+				return rawResponder(http.StatusOK, "application/json", `{"users": [], "next_page": null}`)(r)
+			})
 			page, err := c.Users.ListPage(t.Context(), tt.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +79,7 @@ func TestUsersListPageOrderQuery(t *testing.T) {
 			if diff := cmp.Diff(&Page[*User]{}, page); diff != "" {
 				t.Errorf("empty last page (-want +got):\n%s", diff)
 			}
-			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/users", Query: tt.want}})
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users": 1})
 		})
 	}
 }
@@ -81,13 +93,13 @@ func TestUsersGetDecodesSamples(t *testing.T) {
 			return &UserDetails{
 				User: User{
 					ID: "u-1", Email: Ptr("ada@example.test"), FirstName: Ptr("Ada"), LastName: Ptr("Lovelace"),
-					CreatedAt: resTS(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: resTS(t, "2024-02-03T04:05:06.789Z"),
+					CreatedAt: stamp(t, "2024-01-02T03:04:05.678Z"), UpdatedAt: stamp(t, "2024-02-03T04:05:06.789Z"),
 				},
 				TermsOfUseVersionApproved: Ptr("2.1"),
 				EmailVerificationStatus:   EmailVerified,
 				Consents: []Consent{
-					{Key: "marketing", Value: ConsentAccept, UpdatedAt: resTS(t, "2024-01-05T10:00:00.000Z")},
-					{Key: "analytics", Value: ConsentReject, UpdatedAt: resTS(t, "2024-01-06T11:30:00.500Z")},
+					{Key: "marketing", Value: ConsentAccept, UpdatedAt: stamp(t, "2024-01-05T10:00:00.000Z")},
+					{Key: "analytics", Value: ConsentReject, UpdatedAt: stamp(t, "2024-01-06T11:30:00.500Z")},
 				},
 				CustomSettings: map[string]any{
 					"big_counter": json.Number("9007199254740993"),
@@ -104,12 +116,12 @@ func TestUsersGetDecodesSamples(t *testing.T) {
 				AssociatedThings: []AssociatedThing{
 					{
 						PhysicalID: "AC:DE:48:00:11:22", Name: "Kitchen sensor", Model: "TH-100", FirmwareVersion: "1.4.2",
-						LastSeenAt:      resTSPtr(t, "2024-05-06T07:08:09.010Z"),
-						AssociationData: AssociationData{AssociatedAt: resTS(t, "2024-01-03T08:00:00.000Z")},
+						LastSeenAt:      stampPtr(t, "2024-05-06T07:08:09.010Z"),
+						AssociationData: AssociationData{AssociatedAt: stamp(t, "2024-01-03T08:00:00.000Z")},
 					},
 					{
 						PhysicalID: "never-seen", Name: "Spare", Model: "TH-100", FirmwareVersion: "1.0.0",
-						AssociationData: AssociationData{AssociatedAt: resTS(t, "2024-01-04T09:00:00.000Z")},
+						AssociationData: AssociationData{AssociatedAt: stamp(t, "2024-01-04T09:00:00.000Z")},
 					},
 				},
 			}
@@ -118,7 +130,7 @@ func TestUsersGetDecodesSamples(t *testing.T) {
 			return &UserDetails{
 				User: User{
 					ID:        "u-anon",
-					CreatedAt: resTS(t, "2024-03-04T05:06:07.000Z"), UpdatedAt: resTS(t, "2024-03-04T05:06:07.001Z"),
+					CreatedAt: stamp(t, "2024-03-04T05:06:07.000Z"), UpdatedAt: stamp(t, "2024-03-04T05:06:07.001Z"),
 				},
 				IsAnonymous:             true,
 				EmailVerificationStatus: EmailUnset,
@@ -130,19 +142,25 @@ func TestUsersGetDecodesSamples(t *testing.T) {
 			return &UserDetails{
 				User: User{
 					ID: "u-future", Email: Ptr("grace@example.test"), FirstName: Ptr("Grace"), LastName: Ptr("Hopper"),
-					CreatedAt: resTS(t, "2024-06-01T00:00:00.000Z"), UpdatedAt: resTS(t, "2024-06-01T00:00:00.000Z"),
+					CreatedAt: stamp(t, "2024-06-01T00:00:00.000Z"), UpdatedAt: stamp(t, "2024-06-01T00:00:00.000Z"),
 				},
 				TermsOfUseVersionApproved: Ptr("3.0"),
 				EmailVerificationStatus:   "Suspended", // unknown values are kept as sent
-				Consents:                  []Consent{{Key: "research", Value: "AskLater", UpdatedAt: resTS(t, "2024-06-01T00:00:00.000Z")}},
+				Consents:                  []Consent{{Key: "research", Value: "AskLater", UpdatedAt: stamp(t, "2024-06-01T00:00:00.000Z")}},
 				CustomSettings:            map[string]any{},
 			}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.sample, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, tt.sample)))
+			c, mt := setup(t)
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
+				testAPIHeaders(t, r)
+				testQuery(t, r, "")
+				testBody(t, r, "")
+				return rawResponder(http.StatusOK, "application/json", readSample(t, tt.sample))(r)
+			})
 			got, err := c.Users.Get(t.Context(), "u-1")
 			if err != nil {
 				t.Fatal(err)
@@ -150,7 +168,7 @@ func TestUsersGetDecodesSamples(t *testing.T) {
 			if diff := cmp.Diff(tt.want(t), got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: "/v2/api/management/service_connect/users/u-1"}})
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockPrefix + "/users/u-1": 1})
 		})
 	}
 }
@@ -158,8 +176,15 @@ func TestUsersGetDecodesSamples(t *testing.T) {
 // The null/empty distinctions of the wire survive: null arrays and custom
 // settings are nil, empty ones are empty.
 func TestUsersGetNullsAreNil(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_future.json")))
+	c, mt := setup(t)
+	for id, sample := range map[string]string{"u-future": "user_details_future.json", "u-anon": "user_details_anonymous.json"} {
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/"+id, func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, "GET")
+			testAPIHeaders(t, r)
+			testBody(t, r, "")
+			return rawResponder(http.StatusOK, "application/json", readSample(t, sample))(r)
+		})
+	}
 	got, err := c.Users.Get(t.Context(), "u-future")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +192,6 @@ func TestUsersGetNullsAreNil(t *testing.T) {
 	if got.AssociatedThings != nil || got.CustomSettings == nil {
 		t.Errorf("AssociatedThings %#v (want nil for null), CustomSettings %#v (want empty, not nil)", got.AssociatedThings, got.CustomSettings)
 	}
-	resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json")))
 	got, err = c.Users.Get(t.Context(), "u-anon")
 	if err != nil {
 		t.Fatal(err)
@@ -187,12 +211,20 @@ func TestUsersGetEscapesID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
-			rec := resServe(mt, resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json")))
+			c, mt := setup(t)
+			// Registered at the escaped path: a request escaped otherwise
+			// reaches no handler and fails the test.
+			mt.RegisterResponder(http.MethodGet, mockBaseURL+tt.path, func(r *http.Request) (*http.Response, error) {
+				testMethod(t, r, "GET")
+				testAPIHeaders(t, r)
+				testQuery(t, r, "")
+				testBody(t, r, "")
+				return rawResponder(http.StatusOK, "application/json", readSample(t, "user_details_anonymous.json"))(r)
+			})
 			if _, err := c.Users.Get(t.Context(), tt.id); err != nil {
 				t.Fatal(err)
 			}
-			resCheckRequests(t, rec.all(), []resWant{{Method: "GET", Path: tt.path}})
+			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "GET " + mockBaseURL + tt.path: 1})
 		})
 	}
 }
@@ -200,30 +232,35 @@ func TestUsersGetEscapesID(t *testing.T) {
 func TestUsersGetRefusesBadIDs(t *testing.T) {
 	for _, id := range []string{"", ".", ".."} {
 		t.Run(id, func(t *testing.T) {
-			c, mt := newMockClient(t, Config{})
+			c, mt := setup(t)
 			got, err := c.Users.Get(t.Context(), id)
 			if !errors.Is(err, ErrInvalidArgument) || got != nil {
 				t.Errorf("Get(%q) = %v, %v; want nil, ErrInvalidArgument", id, got, err)
 			}
-			resNoRequest(t, mt)
+			testCalls(t, mt, nil)
 		})
 	}
 }
 
 func TestUsersGetNotFound(t *testing.T) {
-	c, mt := newMockClient(t, Config{})
-	resServe(mt, resRaw(http.StatusNotFound, resSample(t, "error_management.json")))
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-404", func(r *http.Request) (*http.Response, error) {
+		testMethod(t, r, "GET")
+		testAPIHeaders(t, r)
+		testBody(t, r, "")
+		return rawResponder(http.StatusNotFound, "application/json", readSample(t, "error_management.json"))(r)
+	})
 	got, err := c.Users.Get(t.Context(), "u-404")
 	if !errors.Is(err, ErrNotFound) || got != nil {
 		t.Errorf("Get = %v, %v; want nil, ErrNotFound", got, err)
 	}
 }
 
-// resDotIDs are identifiers a server could resolve as a dot segment: ".",
+// dotIDs are identifiers a server could resolve as a dot segment: ".",
 // "..", with a ";" path parameter a servlet container drops, percent-
 // encoded (once or twice), or as a part between slashes or backslashes
 // (a proxy may decode %2F before it resolves dot segments).
-var resDotIDs = []string{
+var dotIDs = []string{
 	".", "..", "..;x", ".;x", "..;", ".;", "..;jsessionid=1",
 	"%2e%2e", "%2E.;x", "..%3bx", ".%3B", "%252e%252e", "%25252e",
 	"../admin", "a/../b", "a/.", `..\admin`, "a%2F..%2Fb", "x/..;y/z",
@@ -263,7 +300,7 @@ func TestIDsResolvingAsDotSegmentsAreRefused(t *testing.T) {
 		}},
 	}
 	for _, cl := range calls {
-		for _, id := range resDotIDs {
+		for _, id := range dotIDs {
 			t.Run(cl.name+"/"+id, func(t *testing.T) {
 				c, mt := setup(t)
 				got, err := cl.run(c, id)
@@ -277,7 +314,7 @@ func TestIDsResolvingAsDotSegmentsAreRefused(t *testing.T) {
 				if err.Error() != want {
 					t.Errorf("error %q, want %q", err, want)
 				}
-				resNoRequest(t, mt)
+				testCalls(t, mt, nil)
 			})
 		}
 	}
@@ -304,7 +341,7 @@ func TestIDLookalikesAreSent(t *testing.T) {
 				if got := r.URL.EscapedPath(); got != tt.path {
 					t.Errorf("path %q, want %q", got, tt.path)
 				}
-				return resRaw(http.StatusOK, resSample(t, "user_details_anonymous.json"))(r)
+				return rawResponder(http.StatusOK, "application/json", readSample(t, "user_details_anonymous.json"))(r)
 			})
 			u, err := c.Users.Get(t.Context(), tt.id)
 			if err != nil {
