@@ -122,9 +122,9 @@ func TestObserverRoutes(t *testing.T) {
 	c, mt := setup(t, Config{Observer: rec.observer()})
 	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
 		if r.URL.RawQuery == "" {
-			return resUsers(defaultPathPrefix+"/users?cursor=2", "u-1")(r)
+			return pageOfUsers(defaultPathPrefix+"/users?cursor=2", "u-1")(r)
 		}
-		return resUsers("", "u-2")(r)
+		return pageOfUsers("", "u-2")(r)
 	})
 	mt.RegisterResponder(http.MethodPatch, mockPrefix+"/things/t-1", jsonResponder(http.StatusOK, map[string]any{"physical_id": "t-1"}))
 	mt.RegisterResponder(http.MethodDelete, mockPrefix+"/users/u-1/associated_things/t-1", httpmock.NewStringResponder(http.StatusNoContent, ""))
