@@ -401,15 +401,16 @@ func checkTokenResponse(req *request, resp *http.Response) error {
 	body := readErrorBody(resp)
 	var w wireError
 	_ = json.Unmarshal(body, &w)
+	header, requestID, retryAfter := answerMeta(resp.Header, time.Now())
 	switch status := resp.StatusCode; {
 	case isRedirect(status):
 		return redirectError(req, resp)
 	case w.Error != nil && *w.Error != "":
-		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription}
+		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription, Header: header, RequestID: requestID, RetryAfter: retryAfter}
 	case status == http.StatusTooManyRequests || status >= 500:
-		return &APIError{StatusCode: status, Method: req.method, Path: req.path}
+		return &APIError{StatusCode: status, Method: req.method, Path: req.path, Header: header, RequestID: requestID, RetryAfter: retryAfter}
 	default:
-		return &TokenError{StatusCode: status}
+		return &TokenError{StatusCode: status, Header: header, RequestID: requestID}
 	}
 }
 

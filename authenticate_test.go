@@ -172,7 +172,7 @@ func TestAuthenticateServiceErrors(t *testing.T) {
 			}
 			want := &APIError{StatusCode: tt.status, Reason: tt.body["reason"].(string), Message: tt.body["error_message"].(string),
 				Method: http.MethodPost, Path: "/authenticate"}
-			if diff := cmp.Diff(want, ae); diff != "" {
+			if diff := cmp.Diff(want, ae, ignoreAnswerMeta); diff != "" {
 				t.Errorf("APIError (-want +got):\n%s", diff)
 			}
 			testCalls(t, mt, map[string]int{"POST " + tokenURL: tt.wantCalls, "POST " + authnEndpoint: tt.wantCalls})
@@ -219,7 +219,7 @@ func TestAuthenticateRedactsToken(t *testing.T) {
 				t.Fatalf("Authenticate = %v, want an *APIError", err)
 			}
 			tt.want.Method, tt.want.Path = http.MethodPost, "/authenticate"
-			if diff := cmp.Diff(tt.want, ae); diff != "" {
+			if diff := cmp.Diff(tt.want, ae, ignoreAnswerMeta); diff != "" {
 				t.Errorf("APIError (-want +got):\n%s", diff)
 			}
 			for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err), string(ae.Body)} {

@@ -220,6 +220,7 @@ func checkResponse(req *request, resp *http.Response) error {
 	var w wireError
 	_ = json.Unmarshal(body, &w) // a body of another shape leaves w empty
 	e := &APIError{StatusCode: resp.StatusCode, Method: req.method, Path: req.path}
+	e.Header, e.RequestID, e.RetryAfter = answerMeta(resp.Header, time.Now())
 	switch {
 	case w.Reason != nil && *w.Reason != "":
 		e.Reason, e.Message = *w.Reason, w.ErrorMessage

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Reasons the service sends in the reason field of its error bodies.
@@ -66,6 +67,16 @@ type APIError struct {
 	Method     string
 	Path       string // below the path prefix, escaped, without the query string
 	Body       []byte // raw body (truncated) when it was not the documented shape
+
+	// Header holds the answer's headers, without Set-Cookie and any other
+	// that can carry a credential (see answerMeta).
+	Header http.Header
+	// RequestID is the answer's request id (X-Request-Id or the like),
+	// when the service or a proxy sent one: quote it to support.
+	RequestID string
+	// RetryAfter is the wait the answer's Retry-After asked for, 0 when
+	// none.
+	RetryAfter time.Duration
 }
 
 // Error names the operation, the status and the service's reason and message,
@@ -90,6 +101,7 @@ func (e *APIError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
+	writeRequestID(&b, e.RequestID)
 	return b.String()
 }
 
@@ -130,6 +142,11 @@ type TokenError struct {
 	StatusCode  int
 	Code        string // "invalid_client", "unsupported_grant_type", ...; "" without the OAuth 2.0 shape
 	Description string
+
+	// Header, RequestID and RetryAfter describe the answer as on APIError.
+	Header     http.Header
+	RequestID  string
+	RetryAfter time.Duration
 }
 
 // Error names the token request, the status, the code and the description,
@@ -150,7 +167,17 @@ func (e *TokenError) Error() string {
 	case e.Code == "":
 		b.WriteString(": not an answer of the token endpoint; check Config.BaseURL and Config.PathPrefix")
 	}
+	writeRequestID(&b, e.RequestID)
 	return b.String()
+}
+
+// writeRequestID ends an error's text with the answer's request id, if any.
+func writeRequestID(b *strings.Builder, id string) {
+	if id != "" {
+		b.WriteString(" (request id ")
+		b.WriteString(id)
+		b.WriteByte(')')
+	}
 }
 
 // Is reports whether e stands for target: ErrInvalidClient or
@@ -311,3 +338,51 @@ type unprefixed struct{ err error }
 
 func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), errorPrefix) }
 func (e unprefixed) Unwrap() error { return e.err }
+
+// requestIDHeaders are where services and proxies put a request's id.
+var requestIDHeaders = [...]string{"X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Amzn-Requestid", "X-Amz-Request-Id", "X-Trace-Id"}
+
+// maxRequestID bounds APIError.RequestID: a hostile answer could send anything.
+const maxRequestID = 128
+
+// answerMeta is what an error tells of the answer beside its body: its
+// headers without those that can carry a credential (cookies, anything
+// named for authentication, a token, a key, a secret, a session or a
+// signature), its request id, and the wait Retry-After asked for.
+func answerMeta(h http.Header, now time.Time) (safe http.Header, requestID string, retryAfter time.Duration) {
+	safe = make(http.Header, len(h))
+	for name, values := range h {
+		if !credentialLike(name) {
+			safe[name] = append([]string(nil), values...)
+		}
+	}
+	for _, name := range requestIDHeaders {
+		if v := h.Get(name); v != "" && printableASCII(v) {
+			requestID = truncate(v, maxRequestID)
+			break
+		}
+	}
+	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok && d > 0 {
+		retryAfter = d
+	}
+	return safe, requestID, retryAfter
+}
+
+func credentialLike(name string) bool {
+	n := strings.ToLower(name)
+	for _, word := range []string{"cookie", "auth", "token", "secret", "key", "session", "signature", "credential"} {
+		if strings.Contains(n, word) {
+			return true
+		}
+	}
+	return false
+}
+
+func printableASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

@@ -101,7 +101,7 @@ func TestErrorFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := answerError(t, tt.token, tt.status, tt.body)
-			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b []byte) bool { return string(a) == string(b) })); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b []byte) bool { return string(a) == string(b) }), ignoreAnswerMeta); diff != "" {
 				t.Errorf("errorFor (-want +got):\n%s", diff)
 			}
 		})

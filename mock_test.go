@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jarcoal/httpmock"
 )
 
@@ -291,4 +292,12 @@ func stampPtr(t testing.TB, s string) *Timestamp {
 	t.Helper()
 	ts := stamp(t, s)
 	return &ts
+}
+
+// ignoreAnswerMeta leaves out of a comparison of errors what they tell of
+// the answer beside its body (headers, tested on their own in
+// TestAnswerMeta).
+var ignoreAnswerMeta = cmp.Options{
+	cmpopts.IgnoreFields(APIError{}, "Header"),
+	cmpopts.IgnoreFields(TokenError{}, "Header"),
 }

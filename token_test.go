@@ -92,7 +92,7 @@ func TestTokenEndpointErrors(t *testing.T) {
 				t.Fatalf("err = %v (%T), want *TokenError", err, err)
 			}
 			want := TokenError{StatusCode: tt.status, Code: tt.code, Description: "refused"}
-			if diff := cmp.Diff(want, *te); diff != "" {
+			if diff := cmp.Diff(want, *te, ignoreAnswerMeta); diff != "" {
 				t.Errorf("TokenError (-want +got):\n%s", diff)
 			}
 			if !errors.Is(err, tt.sentinel) {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // withoutRedirects returns the client the SDK sends through: a shallow copy
@@ -78,6 +79,7 @@ func isRedirect(status int) bool { return status >= 300 && status <= 399 }
 // whether that is another origin (scheme, host or port).
 func redirectError(req *request, resp *http.Response) *APIError {
 	e := &APIError{StatusCode: resp.StatusCode, Method: req.method, Path: req.path}
+	e.Header, e.RequestID, _ = answerMeta(resp.Header, time.Now())
 	locs := resp.Header.Values("Location")
 	loc := resp.Header.Get("Location")
 	from, ferr := url.Parse(req.url)

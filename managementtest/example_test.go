@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"io"
+	"log"
 	"net/http"
 	"time"
 

@@ -1,0 +1,74 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+)
+
+// An error says what the answer carried beside its body: its headers
+// (without any that can carry a credential), its request id and the wait
+// Retry-After asked for.
+func TestAnswerMeta(t *testing.T) {
+	c, mt := setup(t, Config{MaxRetries: -1})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+		resp := httpmock.NewStringResponse(http.StatusTooManyRequests, `{"reason":"RATE","error_message":"slow down"}`)
+		h := resp.Header
+		h.Set("Content-Type", "application/json")
+		h.Set("X-Request-Id", "req-42")
+		h.Set("Retry-After", "7")
+		h.Set("Set-Cookie", "session=abc")
+		h.Set("X-Api-Key", "key-1")
+		h.Set("X-Session-Token", "tok-1")
+		h.Set("WWW-Authenticate", `Bearer realm="x"`)
+		return resp, nil
+	})
+	_, err := c.Users.Get(context.Background(), "u-1")
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v; want *APIError", err)
+	}
+	if ae.RequestID != "req-42" || ae.RetryAfter != 7*time.Second {
+		t.Errorf("RequestID %q, RetryAfter %v; want req-42, 7s", ae.RequestID, ae.RetryAfter)
+	}
+	if ae.Header.Get("Content-Type") != "application/json" || ae.Header.Get("Retry-After") != "7" {
+		t.Errorf("Header lacks plain headers: %v", ae.Header)
+	}
+	for _, name := range []string{"Set-Cookie", "X-Api-Key", "X-Session-Token", "Www-Authenticate"} {
+		if v := ae.Header.Values(name); len(v) != 0 {
+			t.Errorf("Header keeps %s: %q", name, v)
+		}
+	}
+	if !strings.HasSuffix(err.Error(), "(request id req-42)") {
+		t.Errorf("Error() = %q; want it to end with the request id", err)
+	}
+}
+
+func TestTokenErrorMeta(t *testing.T) {
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodPost, mockPrefix+"/auth/token", func(r *http.Request) (*http.Response, error) {
+		resp := httpmock.NewStringResponse(http.StatusUnauthorized, `{"error":"invalid_client","error_description":"bad"}`)
+		resp.Header.Set("X-Request-Id", "req-7")
+		resp.Header.Set("Set-Cookie", "s=1")
+		return resp, nil
+	})
+	_, err := c.Users.Get(context.Background(), "u-1")
+	var te *TokenError
+	if !errors.As(err, &te) || te.RequestID != "req-7" || te.Header.Get("Set-Cookie") != "" || !strings.HasSuffix(err.Error(), "(request id req-7)") {
+		t.Errorf("err = %#v; want a *TokenError with RequestID req-7 and no Set-Cookie", err)
+	}
+}
+
+// A request id that is not printable ASCII is not kept: a hostile answer
+// could put anything there.
+func TestRequestIDMustBePrintable(t *testing.T) {
+	_, id, _ := answerMeta(http.Header{"X-Request-Id": {"a\x1b[2Jb"}}, time.Now())
+	if id != "" {
+		t.Errorf("RequestID = %q; want none", id)
+	}
+}
