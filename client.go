@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,6 +40,7 @@ type Client struct {
 	maxBody     int64
 	userAgent   string
 	pauses      routePauses // routes the service asked to slow down (see pause.go)
+	deprecated  sync.Map    // routeKey → struct{}: routes whose deprecation was logged
 
 	// seal seals what goes into a shared store; nil without a secret to
 	// derive it from (see Config.SharedStoreKey).

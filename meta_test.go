@@ -3,6 +3,7 @@ package management
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -70,5 +71,37 @@ func TestRequestIDMustBePrintable(t *testing.T) {
 	_, id, _ := answerMeta(http.Header{"X-Request-Id": {"a\x1b[2Jb"}}, time.Now())
 	if id != "" {
 		t.Errorf("RequestID = %q; want none", id)
+	}
+}
+
+// Deprecation and Sunset headers are logged once per route and Client.
+func TestDeprecationLoggedOncePerRoute(t *testing.T) {
+	var logs strings.Builder
+	c, mt := setup(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	deprecated := func(body string) httpmock.Responder {
+		return func(*http.Request) (*http.Response, error) {
+			resp := httpmock.NewStringResponse(http.StatusOK, body)
+			resp.Header.Set("Deprecation", "@1767225600")
+			resp.Header.Set("Sunset", "Wed, 01 Jul 2026 00:00:00 GMT")
+			return resp, nil
+		}
+	}
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", deprecated(`{"id":"u-1"}`))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-2", deprecated(`{"id":"u-2"}`))
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/things/t-1", deprecated(`{"physical_id":"t-1"}`))
+	for _, id := range []string{"u-1", "u-2", "u-1"} {
+		if _, err := c.Users.Get(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Things.Get(context.Background(), "t-1"); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if got := strings.Count(out, "route is deprecated"); got != 2 {
+		t.Errorf("%d deprecation records; want 2 (one per route):\n%s", got, out)
+	}
+	if !strings.Contains(out, "route=/users/{user_id}") || !strings.Contains(out, `sunset="Wed, 01 Jul 2026 00:00:00 GMT"`) {
+		t.Errorf("the record names neither the route template nor the sunset:\n%s", out)
 	}
 }

@@ -104,6 +104,9 @@ func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err erro
 	}
 	log := func(level slog.Level, msg string, extra ...slog.Attr) { x.log(ctx, level, msg, status, extra...) }
 	log(slog.LevelDebug, "management: attempt")
+	if resp != nil {
+		x.noteDeprecation(ctx, resp.Header)
+	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
 			x.notePause(ctx, status, d)
@@ -233,4 +236,22 @@ func withoutURL(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// noteDeprecation logs, once per route and Client, an answer that says its
+// route is deprecated (Deprecation, RFC 9745) or will go away (Sunset, RFC
+// 8594), so that the news reaches whoever reads the logs before the route
+// is gone.
+func (x *exchange) noteDeprecation(ctx context.Context, h http.Header) {
+	deprecation, sunset := h.Get("Deprecation"), h.Get("Sunset")
+	if deprecation == "" && sunset == "" {
+		return
+	}
+	key := routeOf(x.req)
+	if _, seen := x.client.deprecated.LoadOrStore(key, struct{}{}); seen {
+		return
+	}
+	x.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
+		slog.String("method", key.method), slog.String("route", key.route),
+		slog.String("deprecation", truncate(deprecation, 64)), slog.String("sunset", truncate(sunset, 64)))
 }
