@@ -66,13 +66,12 @@ func run() error {
 // connect returns a client of the service named by the environment, or of
 // the fake, for which it prints an End User token to try.
 func connect() (*management.Client, func(), error) {
-	baseURL := os.Getenv("MANAGEMENT_BASE_URL")
-	if baseURL != "" {
-		client, err := management.NewClient(management.Config{
-			BaseURL:      baseURL,
-			ClientID:     os.Getenv("MANAGEMENT_CLIENT_ID"),
-			ClientSecret: os.Getenv("MANAGEMENT_CLIENT_SECRET"),
-		})
+	if os.Getenv(management.EnvBaseURL) != "" {
+		cfg, err := management.ConfigFromEnv()
+		if err != nil {
+			return nil, nil, err
+		}
+		client, err := management.NewClient(cfg)
 		return client, func() {}, err
 	}
 	fake := managementtest.NewServer()

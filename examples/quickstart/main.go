@@ -76,19 +76,19 @@ func run(ctx context.Context) error {
 
 // setUp connects to the service named by the environment, or starts the fake.
 func setUp() (*tour, func(), error) {
-	baseURL := os.Getenv("MANAGEMENT_BASE_URL")
+	baseURL := os.Getenv(management.EnvBaseURL)
 	if baseURL == "" {
 		srv := managementtest.NewServer()
 		token := seed(srv)
 		fmt.Printf("MANAGEMENT_BASE_URL is not set: using managementtest's in-memory fake at %s, seeded with demo data.\n", srv.URL)
 		return &tour{client: srv.Client(), writes: true, endUserAuth: "Bearer " + token}, srv.Close, nil
 	}
-	client, err := management.NewClient(management.Config{
-		BaseURL:      baseURL,
-		ClientID:     os.Getenv("MANAGEMENT_CLIENT_ID"),
-		ClientSecret: os.Getenv("MANAGEMENT_CLIENT_SECRET"),
-		UserAgent:    "quickstart",
-	})
+	cfg, err := management.ConfigFromEnv() // names every variable missing or malformed
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.UserAgent = "quickstart"
+	client, err := management.NewClient(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
