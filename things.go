@@ -127,25 +127,17 @@ func (s *ThingsService) list() list[thingsPage, Thing] {
 	return list[thingsPage, Thing]{client: s.client, path: "/things", contents: (*thingsPage).contents}
 }
 
-// List iterates over the Things, page after page, in the order opts asks
-// for (nil: creation time, descending), or from opts.NextPage. It copies
-// opts and never modifies it. Each range over the result starts again from
-// the first page; breaking out of the loop stops fetching. On an error,
-// including a next_page link that is not a path on the base URL or that
-// was already followed, it yields (nil, err) once and stops. The yielded
-// Things point into the page they came from.
+// List iterates over the Things, page after page, exactly as
+// UsersService.List does over the Users (order, NextPage, errors, early
+// break, re-ranging: see there).
 //
 // API: GET /things, then GET {next_page}
 func (s *ThingsService) List(ctx context.Context, opts *ListOptions) iter.Seq2[*Thing, error] {
 	return s.list().all(ctx, opts)
 }
 
-// ListPage fetches one page of Things: the first page in the order opts
-// asks for, or the page opts.NextPage links to. To fetch the next page,
-// pass the returned Page.NextPage as ListOptions.NextPage; the link is
-// checked then, as List checks it. A page that links to itself fails with
-// ErrInvalidPageLink; a caller paging by hand should also stop on a link it
-// has already followed, as List does.
+// ListPage fetches one page of Things, exactly as UsersService.ListPage
+// does for Users (see there).
 //
 // API: GET /things or GET {next_page}
 func (s *ThingsService) ListPage(ctx context.Context, opts *ListOptions) (*Page[*Thing], error) {
