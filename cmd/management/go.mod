@@ -1,6 +1,6 @@
 module github.com/serviceconnect/management/cmd/management
 
-go 1.26
+go 1.26.0
 
 replace github.com/serviceconnect/management => ../..
 
@@ -24,4 +24,5 @@ require (
 	github.com/mattn/go-runewidth v0.0.30 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
