@@ -39,6 +39,7 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 // other.
 type keepRedirects struct{ next http.RoundTripper }
 
+// RoundTrip sends req and keeps a redirect answer as it is.
 func (t keepRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || !isRedirect(resp.StatusCode) {

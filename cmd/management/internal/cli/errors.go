@@ -34,19 +34,28 @@ func errorf(format string, args ...any) error {
 
 type prefixed struct{ err error }
 
+// Error is the error text.
 func (e prefixed) Error() string { return prefix + e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e prefixed) Unwrap() error { return e.err }
 
 type unprefixed struct{ err error }
 
+// Error is the error text.
 func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), prefix) }
+
+// Unwrap returns the wrapped error.
 func (e unprefixed) Unwrap() error { return e.err }
 
 // usageError is a mistake in the command line or the configuration: it
 // exits with ExitUsage.
 type usageError struct{ err error }
 
+// Error is the error text.
 func (e usageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e usageError) Unwrap() error { return e.err }
 
 // usagef returns a usageError with errorf's text.
@@ -62,7 +71,10 @@ type exitError struct {
 	err  error
 }
 
+// Error is the error text.
 func (e *exitError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *exitError) Unwrap() error { return e.err }
 
 // classify gives a command's error its exit code: ExitUsage for a

@@ -156,6 +156,7 @@ type countingWriter struct {
 	n int64
 }
 
+// Write writes p and counts it.
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)

@@ -81,7 +81,10 @@ type notFoundError struct {
 	err error
 }
 
+// Error is the error text.
 func (e notFoundError) Error() string { return prefix + e.msg }
+
+// Unwrap returns the wrapped error.
 func (e notFoundError) Unwrap() error { return e.err }
 
 // printable is id as a message shows it: as it is, or quoted when it holds
