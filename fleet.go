@@ -52,41 +52,24 @@ type fetchFunc func(context.Context) (*Token, time.Time, error)
 // (never past ctx nor the lease's lifetime); failing all that, one it
 // fetches on its own.
 func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
-	giveUp := time.Now().Add(tokenLease) // a lease left by a dead (or forged by a hostile) holder delays no longer
-	for {
-		if tok, refreshAt, ok := s.read(ctx, refused); ok {
-			return tok, refreshAt, nil
-		}
-		unlock, locked, err := s.lock(ctx)
-		switch {
-		case err != nil:
-			return fetch(ctx) // the store is failing: on our own
-		case locked:
-			return s.fetchAndStore(ctx, refused, unlock, fetch)
-		}
-		// Another replica is refreshing: wait for its token, or for its
-		// lease to lapse.
-		if time.Now().After(giveUp) {
-			return fetch(ctx)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, time.Time{}, ctx.Err()
-		case <-time.After(tokenPoll):
-		}
+	type stored struct {
+		tok       *Token
+		refreshAt time.Time
 	}
-}
-
-// fetchAndStore runs under the lease: it reads the store once more (the
-// previous holder may have just stored a token), else fetches and stores.
-func (s *sharedTokens) fetchAndStore(ctx context.Context, refused string, unlock func(context.Context) error, fetch fetchFunc) (*Token, time.Time, error) {
-	defer func() {
-		sctx, cancel := s.budget(ctx)
-		defer cancel()
-		s.note(ctx, unlock(sctx))
-	}()
-	if tok, refreshAt, ok := s.read(ctx, refused); ok {
-		return tok, refreshAt, nil
+	l := lease{store: s.store, key: s.seal.tokenLeaseKey(), ttl: tokenLease, poll: tokenPoll, timeout: s.timeout,
+		note: func(err error) { s.note(ctx, err) }}
+	got, found, unlock := awaitLease(ctx, l, func() (stored, bool) {
+		tok, refreshAt, ok := s.read(ctx, refused)
+		return stored{tok, refreshAt}, ok
+	})
+	if found {
+		return got.tok, got.refreshAt, nil
+	}
+	if unlock != nil {
+		defer unlock()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, err
 	}
 	tok, refreshAt, err := fetch(ctx)
 	if err != nil {
@@ -123,14 +106,6 @@ func (s *sharedTokens) read(ctx context.Context, refused string) (*Token, time.T
 		return nil, time.Time{}, false
 	}
 	return &Token{AccessToken: st.AccessToken, TokenType: st.TokenType, Expiry: st.Expiry}, st.RefreshAt, true
-}
-
-func (s *sharedTokens) lock(ctx context.Context) (func(context.Context) error, bool, error) {
-	sctx, cancel := s.budget(ctx)
-	defer cancel()
-	unlock, ok, err := s.store.TryLock(sctx, s.seal.tokenLeaseKey(), tokenLease)
-	s.note(ctx, err)
-	return unlock, ok && err == nil, err
 }
 
 // budget bounds one store operation.
@@ -182,4 +157,58 @@ func (c *Client) setSharedStore(cfg Config) error {
 		cache.shared = &sharedTokens{store: cfg.SharedStore, seal: seal, timeout: c.storeTimeout, logger: c.logger}
 	}
 	return nil
+}
+
+// lease is the protocol by which the replicas produce one value once and
+// share it through a store: read the value; if it is absent, take the
+// lease, read once more (the previous holder may have stored it and left
+// between the read and the lock) and produce it; if another replica holds
+// the lease, read again every poll, for at most ttl (a lease left by a
+// replica that died, or written by whoever can write the store, delays no
+// longer), never past ctx.
+type lease struct {
+	store   SharedStore
+	key     string
+	ttl     time.Duration
+	poll    time.Duration
+	timeout time.Duration // budget of one store operation
+	note    func(error)   // logs a failing store, once a streak
+}
+
+// await returns the value read, or found false when this replica must
+// produce it: then unlock, when not nil, releases the lease it holds (nil
+// when the store failed, the wait gave up or ctx ended).
+func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool)) (v T, found bool, unlock func()) {
+	giveUp := time.Now().Add(l.ttl)
+	for {
+		if v, ok := read(); ok {
+			return v, true, nil
+		}
+		sctx, cancel := context.WithTimeout(ctx, l.timeout)
+		release, locked, err := l.store.TryLock(sctx, l.key, l.ttl)
+		cancel()
+		l.note(err)
+		switch {
+		case err != nil:
+			return v, false, nil
+		case locked:
+			unlock = func() {
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+				defer cancel()
+				l.note(release(uctx))
+			}
+			if v, ok := read(); ok {
+				unlock()
+				return v, true, nil
+			}
+			return v, false, unlock
+		case time.Now().After(giveUp):
+			return v, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, false, nil
+		case <-time.After(l.poll):
+		}
+	}
 }

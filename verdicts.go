@@ -89,53 +89,21 @@ const (
 )
 
 // awaitShared returns the verdict on header from the shared store, waiting
-// while another replica holds the token's lease and asks the service. It
-// returns false, with the lease taken or without a working store, when this
-// replica must ask the service itself; then the lease is released when ctx
-// ends (judge's call is bounded by Authenticator.Timeout) or by its ttl.
+// while another replica holds the token's lease and asks the service (see
+// lease). It returns false when this replica must ask the service itself;
+// a lease it took is released when ctx ends (judge's call is bounded by
+// Authenticator.Timeout), or lapses by itself.
 func (a *Authenticator) awaitShared(ctx context.Context, header string) (authVerdict, bool) {
 	if a.SharedStore == nil {
 		return authVerdict{}, false
 	}
-	lease := a.Client.seal.verdictKey(header) + ":lease"
-	giveUp := time.Now().Add(verdictLease)
-	for {
-		if v, ok := a.loadShared(ctx, header); ok {
-			return v, true
-		}
-		sctx, cancel := context.WithTimeout(ctx, a.Client.storeTimeout)
-		unlock, locked, err := a.SharedStore.TryLock(sctx, lease, verdictLease)
-		cancel()
-		a.noteStore(ctx, err)
-		if err != nil {
-			return authVerdict{}, false
-		}
-		if locked {
-			// The previous holder may have stored its verdict and left
-			// between our read and our lock.
-			if v, ok := a.loadShared(ctx, header); ok {
-				a.release(ctx, unlock)
-				return v, true
-			}
-			context.AfterFunc(ctx, func() { a.release(ctx, unlock) })
-			return authVerdict{}, false
-		}
-		if time.Now().After(giveUp) {
-			return authVerdict{}, false
-		}
-		select {
-		case <-ctx.Done():
-			return authVerdict{}, false
-		case <-time.After(verdictPoll):
-		}
+	l := lease{store: a.SharedStore, key: a.Client.seal.verdictKey(header) + ":lease", ttl: verdictLease, poll: verdictPoll,
+		timeout: a.Client.storeTimeout, note: func(err error) { a.noteStore(ctx, err) }}
+	v, found, unlock := awaitLease(ctx, l, func() (authVerdict, bool) { return a.loadShared(ctx, header) })
+	if unlock != nil {
+		context.AfterFunc(ctx, unlock)
 	}
-}
-
-// release gives a lease back; one that is not released lapses by itself.
-func (a *Authenticator) release(ctx context.Context, unlock func(context.Context) error) {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Client.storeTimeout)
-	defer cancel()
-	a.noteStore(ctx, unlock(uctx))
+	return v, found
 }
 
 // storeShared stores the verdict on header until expires.
