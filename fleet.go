@@ -175,7 +175,7 @@ type lease struct {
 	note    func(error)   // logs a failing store, once a streak
 }
 
-// await returns the value read, or found false when this replica must
+// awaitLease returns the value read, or found false when this replica must
 // produce it: then unlock, when not nil, releases the lease it holds (nil
 // when the store failed, the wait gave up or ctx ended).
 func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool)) (v T, found bool, unlock func()) {
