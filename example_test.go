@@ -302,24 +302,26 @@ func ExampleConfigFromEnv() {
 		defer os.Unsetenv(name)
 	}
 
+	ctx := context.Background()
+
 	cfg, err := management.ConfigFromEnv()
 	if err != nil {
 		log.Fatal(err) // names every missing or malformed variable
 	}
-	client, err := management.NewClient(cfg)
+	client, err := management.NewClient(cfg) // one Client for the process, shared by every goroutine
 	if err != nil {
 		log.Fatal(err)
 	}
-	user, err := client.Users.Get(context.Background(), "u-ada")
+	user, err := client.Users.Get(ctx, "u-ada")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(user.ID, *user.Email)
+	fmt.Println(user.ID, user.EmailVerificationStatus)
 
 	os.Unsetenv(management.EnvClientSecret)
 	_, err = management.ConfigFromEnv()
 	fmt.Println(err)
 	// Output:
-	// u-ada ada@example.com
+	// u-ada Verified
 	// management: invalid argument: MANAGEMENT_CLIENT_SECRET is not set
 }

@@ -1,25 +1,66 @@
 package management_test
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestReadmeSnippetsCompile keeps the README true: every Go snippet in it
-// must appear, line for line, in code that the test suite compiles
-// (example_test.go, the programs under examples/, and the examples of the
-// companion modules, which their own tests compile).
-func TestReadmeSnippetsCompile(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
+// readmeSnippet is one ```go block of a README.
+type readmeSnippet struct {
+	file string // the README, relative to the repository's root
+	line int    // the line of the snippet's first line of code
+	code string
+}
+
+// readmeSnippets returns the Go snippets of every README of the repository
+// (the SDK's, and those of the companion modules and examples).
+func readmeSnippets(t *testing.T) []readmeSnippet {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"README.md", "*/README.md", "*/*/README.md"} {
+		names, _ := filepath.Glob(pattern)
+		files = append(files, names...)
 	}
-	sources := []string{"example_test.go", "redisstore/example_test.go", "otel/example_test.go"}
-	mains, _ := filepath.Glob("examples/*/main.go")
-	sources = append(sources, mains...)
+	var snippets []readmeSnippet
+	for _, file := range files {
+		readme, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(readme)
+		for _, m := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatchIndex(text, -1) {
+			snippets = append(snippets, readmeSnippet{
+				file: filepath.ToSlash(file),
+				line: strings.Count(text[:m[2]], "\n") + 1,
+				code: text[m[2]:m[3]],
+			})
+		}
+	}
+	if len(snippets) == 0 {
+		t.Fatal("no README has a Go snippet")
+	}
+	return snippets
+}
+
+// TestReadmeSnippetsAreExamples keeps the README's snippets working, not
+// only compiling: each must appear, line for line, in code that the test
+// suites run (the examples and readme_examples_test.go of this module and of
+// the companion modules, and the programs under examples/).
+func TestReadmeSnippetsAreExamples(t *testing.T) {
+	var sources []string
+	for _, pattern := range []string{"*example*_test.go", "redisstore/*example*_test.go", "otel/*example*_test.go", "examples/*/main.go"} {
+		names, _ := filepath.Glob(pattern)
+		sources = append(sources, names...)
+	}
 	var code strings.Builder
 	for _, name := range sources {
 		b, err := os.ReadFile(name)
@@ -29,17 +70,148 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 		code.WriteString(normalizeSpace(string(b)))
 	}
 	compiled := code.String()
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) == 0 {
-		t.Fatal("README has no Go snippets")
-	}
-	for _, b := range blocks {
-		if !strings.Contains(compiled, normalizeSpace(b[1])) {
-			t.Errorf("README snippet is not in example_test.go or examples/:\n%s", b[1])
+	for _, s := range readmeSnippets(t) {
+		if !strings.Contains(compiled, normalizeSpace(s.code)) {
+			t.Errorf("%s:%d: snippet is not in the examples or readme_examples_test.go:\n%s", s.file, s.line, s.code)
 		}
 	}
 }
 
 func normalizeSpace(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// readmeImports are the packages a README snippet may use without importing
+// them, by the name it uses: the README's wrapper (see its section "About
+// the snippets") imports those that the snippet names.
+var readmeImports = map[string]string{
+	"context":        "context",
+	"errors":         "errors",
+	"fmt":            "fmt",
+	"http":           "net/http",
+	"log":            "log",
+	"os":             "os",
+	"testing":        "testing",
+	"time":           "time",
+	"management":     "github.com/serviceconnect/management",
+	"managementtest": "github.com/serviceconnect/management/managementtest",
+	"redisstore":     "github.com/serviceconnect/management/redisstore",
+	"mgmtotel":       "github.com/serviceconnect/management/otel",
+	"redis":          "github.com/redis/go-redis/v9",
+	"metric":         "go.opentelemetry.io/otel/metric",
+	"trace":          "go.opentelemetry.io/otel/trace",
+}
+
+// wrapSnippet makes a Go file of a README snippet, as the README's wrapper
+// says: a snippet of whole declarations is a file of its own, a fragment is
+// the body of func example(ctx context.Context); either way the file imports
+// the packages of readmeImports that the snippet names. A //line directive
+// makes the compiler's messages point into the README.
+func wrapSnippet(s readmeSnippet) (string, error) {
+	body := fmt.Sprintf("//line %s:%d\n%s", s.file, s.line, s.code)
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", "package snippet\n"+body, parser.SkipObjectResolution)
+	if err != nil {
+		body = fmt.Sprintf("func example(ctx context.Context) {\n%s}\n", body)
+		if f, err = parser.ParseFile(fset, "", "package snippet\n"+body, parser.SkipObjectResolution); err != nil {
+			return "", fmt.Errorf("%s:%d: neither declarations nor statements: %v", s.file, s.line, err)
+		}
+	}
+	used := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && readmeImports[id.Name] != "" {
+				used[id.Name] = true
+			}
+		}
+		return true
+	})
+	var file strings.Builder
+	file.WriteString("// Code generated by TestReadmeSnippetsBuild from a README.\n\npackage snippet\n\nimport (\n")
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for name := range used {
+			if !yield(name) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&file, "\t%s %q\n", name, readmeImports[name])
+	}
+	file.WriteString(")\n\n")
+	file.WriteString(body)
+	return file.String(), nil
+}
+
+// TestReadmeSnippetsBuild builds every Go snippet of the READMEs as a reader
+// who pastes it would: each in a package of its own, in a fresh module that
+// requires this module and its companions (replaced by this checkout), with
+// nothing but the wrapper around it. A snippet that uses a name it does not
+// define fails here, with the README line in the message.
+func TestReadmeSnippetsBuild(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	companions := []string{"redisstore", "otel"}
+	for _, dir := range companions {
+		if _, err := os.Stat(filepath.Join(root, dir, "go.mod")); err != nil {
+			t.Skipf("not a checkout of the repository (%v): the companion modules are needed", err)
+		}
+	}
+
+	dir := t.TempDir()
+	for i, s := range readmeSnippets(t) {
+		src, err := wrapSnippet(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg := filepath.Join(dir, fmt.Sprintf("snippet%02d", i+1))
+		if err := os.Mkdir(pkg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, "snippet.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const module = "github.com/serviceconnect/management"
+	var mod, sum strings.Builder
+	mod.WriteString("module readme.example/snippets\n\ngo 1.26.0\n\n")
+	sums := map[string]bool{}
+	for _, sub := range append([]string{""}, companions...) {
+		path, local := module, root
+		if sub != "" {
+			path, local = module+"/"+sub, filepath.Join(root, sub)
+		}
+		fmt.Fprintf(&mod, "require %s v0.0.0\nreplace %s => %s\n", path, path, local)
+		b, err := os.ReadFile(filepath.Join(local, "go.sum"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			if !sums[line] {
+				sums[line] = true
+				sum.WriteString(line)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), []byte(sum.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// -mod=mod lets the go command write the indirect requirements that a
+	// reader's `go mod tidy` would; every module is already in go.sum.
+	cmd := exec.Command(goTool, "vet", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the READMEs' snippets do not build in a fresh module (%v):\n%s", err, out)
+	}
 }
