@@ -1,0 +1,217 @@
+package managementtest_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/managementtest"
+)
+
+// errorTableRow stages one row of the README's error table with the fake
+// alone and says whether the error that comes back is the one the row names.
+type errorTableRow struct {
+	stage func(ctx context.Context, srv *managementtest.Server, c *management.Client) error
+	is    func(err error) bool
+}
+
+func isErr(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+func asErr[E error](also func(E) bool) func(error) bool {
+	return func(err error) bool {
+		var e E
+		return errors.As(err, &e) && (also == nil || also(e))
+	}
+}
+
+func jsonAnswer(status int, body string) managementtest.Response {
+	return managementtest.Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
+}
+
+// errorTable has a row for every error the README's table names, keyed by
+// the table's first column, and a second one where the column names two.
+var errorTable = map[string]errorTableRow{
+	"ErrNotFound": {
+		stage: func(ctx context.Context, _ *managementtest.Server, c *management.Client) error {
+			_, err := c.Users.Get(ctx, "u-nobody")
+			return err
+		},
+		is: isErr(management.ErrNotFound),
+	},
+	"ErrValidation": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNext(managementtest.RouteUpdateThing, 1, http.StatusBadRequest, 0)
+			_, err := c.Things.Update(ctx, "t-1", management.ThingUpdate{Name: management.Ptr("x")})
+			return err
+		},
+		is: isErr(management.ErrValidation),
+	},
+	"ErrUnauthorized": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNext(managementtest.RouteGetUser, 2, http.StatusUnauthorized, 0) // the call and its replay
+			_, err := c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: isErr(management.ErrUnauthorized),
+	},
+	"ErrRateLimited": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNext(managementtest.RouteGetUser, 10, http.StatusTooManyRequests, 0)
+			_, err := c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: isErr(management.ErrRateLimited),
+	},
+	"ErrInvalidClient": {
+		stage: func(ctx context.Context, srv *managementtest.Server, _ *management.Client) error {
+			cfg := srv.Config()
+			cfg.ClientSecret = "not-the-secret"
+			c, err := management.NewClient(cfg)
+			if err != nil {
+				return err
+			}
+			_, err = c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: isErr(management.ErrInvalidClient),
+	},
+	"ErrUnsupportedGrantType": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNext(managementtest.RouteToken, 1, http.StatusBadRequest, 0)
+			_, err := c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: isErr(management.ErrUnsupportedGrantType),
+	},
+	"ErrInvalidArgument": {
+		stage: func(ctx context.Context, _ *managementtest.Server, c *management.Client) error {
+			_, err := c.Users.Get(ctx, "")
+			return err
+		},
+		is: isErr(management.ErrInvalidArgument),
+	},
+	"ErrInvalidPageLink": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNextWith(managementtest.RouteListUsers, 1, jsonAnswer(http.StatusOK,
+				`{"users":[],"next_page":"https://elsewhere.example/users?page=2"}`))
+			for _, err := range c.Users.List(ctx, nil) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		is: isErr(management.ErrInvalidPageLink),
+	},
+	"*TransportError": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNextWith(managementtest.RouteGetUser, 10, managementtest.Response{Cut: true})
+			_, err := c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: asErr[*management.TransportError](nil),
+	},
+	"ErrMisconfigured": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{
+				Status: http.StatusMovedPermanently,
+				Header: http.Header{"Location": {"https://elsewhere.example/users/u-1"}},
+			})
+			_, err := c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: func(err error) bool {
+			return isErr(management.ErrMisconfigured)(err) && asErr[*management.APIError](nil)(err)
+		},
+	},
+	"ErrMisconfigured, from the token endpoint": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNextWith(managementtest.RouteToken, 1, managementtest.Response{
+				Status: http.StatusNotFound,
+				Header: http.Header{"Content-Type": {"text/html"}},
+				Body:   "<html><body>Not Found</body></html>",
+			})
+			_, err := c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: func(err error) bool {
+			return isErr(management.ErrMisconfigured)(err) && asErr[*management.TokenError](nil)(err)
+		},
+	},
+	"*DecodeError": {
+		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+			srv.FailNextWith(managementtest.RouteGetUser, 1, jsonAnswer(http.StatusOK, `{"reason":"X","error_message":"an error shape on a 200"}`))
+			_, err := c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: asErr(func(e *management.DecodeError) bool { return e.ContentType == "application/json" }),
+	},
+	"ErrResponseTooLarge": {
+		stage: func(ctx context.Context, srv *managementtest.Server, _ *management.Client) error {
+			cfg := srv.Config()
+			cfg.MaxResponseBytes = 1 << 10
+			c, err := management.NewClient(cfg)
+			if err != nil {
+				return err
+			}
+			srv.FailNextWith(managementtest.RouteGetUser, 1, jsonAnswer(http.StatusOK, `{"id":"u-1","first_name":"`+strings.Repeat("a", 4<<10)+`"}`))
+			_, err = c.Users.Get(ctx, "u-1")
+			return err
+		},
+		is: func(err error) bool {
+			return isErr(management.ErrResponseTooLarge)(err) && asErr[*management.DecodeError](nil)(err)
+		},
+	},
+}
+
+// TestErrorTableStagedWithTheFake holds the promise that a user's test can
+// stage every failure the README's error table names with managementtest
+// alone: each name in the table's first column has a row above, staged
+// through the fake's public API, and gets the error it names.
+func TestErrorTableStagedWithTheFake(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skip("no README here:", err)
+	}
+	table := regexp.MustCompile("(?s)\n\\| error \\| when \\|\n\\|---\\|---\\|\n(.*?)\n\n").FindSubmatch(readme)
+	if table == nil {
+		t.Fatal("the README's error table is not where this test looks: | error | when |")
+	}
+	var names []string
+	for line := range strings.Lines(string(table[1])) {
+		first := strings.SplitN(line, "|", 3)[1]
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(first, -1) {
+			names = append(names, m[1])
+		}
+	}
+	if len(names) < 10 {
+		t.Fatalf("found %d names in the README's error table, want at least 10: %q", len(names), names)
+	}
+	for _, name := range names {
+		if _, ok := errorTable[name]; !ok {
+			t.Errorf("the README's error table names %s, and no row of errorTable stages it", name)
+		}
+	}
+	for name, row := range errorTable {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := managementtest.NewInMemoryServer()
+				defer srv.Close()
+				srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+				srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "t-1"}})
+				err := row.stage(t.Context(), srv, srv.Client())
+				if !row.is(err) {
+					t.Errorf("staged %s, got %T %v", name, err, err)
+				}
+			})
+		})
+	}
+}
