@@ -29,7 +29,8 @@ const (
 // client id and secret (required), and optionally the other fields that a
 // deployment sets, named by the Env constants. A variable that is unset or
 // empty leaves its field zero, which selects the documented default. The
-// error names every variable that is missing or malformed, never a value.
+// error, an *EnvError, names every variable that is missing or malformed,
+// never a value; the Config returned with it holds what could be read.
 // The result is checked only as far as parsing goes: NewClient validates it.
 func ConfigFromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
@@ -42,17 +43,17 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 		v, _ := lookup(name)
 		return strings.TrimSpace(v)
 	}
-	var problems []string
+	var bad EnvError
 	required := func(name string) string {
 		v := get(name)
 		if v == "" {
-			problems = append(problems, name+" is not set")
+			bad.Missing = append(bad.Missing, name)
 		}
 		return v
 	}
 	parse := func(name, want string, f func(string) error) {
 		if v := get(name); v != "" && f(v) != nil {
-			problems = append(problems, fmt.Sprintf("%s is not %s", name, want))
+			bad.Malformed = append(bad.Malformed, fmt.Sprintf("%s is not %s", name, want))
 		}
 	}
 
@@ -85,8 +86,34 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 		cfg.AllowInsecureHTTP, err = strconv.ParseBool(v)
 		return err
 	})
-	if len(problems) > 0 {
-		return cfg, errorf("%w: %s", ErrInvalidArgument, strings.Join(problems, "; "))
+	if len(bad.Missing) > 0 || len(bad.Malformed) > 0 {
+		return cfg, &bad
 	}
 	return cfg, nil
 }
+
+// EnvError is the error of ConfigFromEnv: every variable it could not use,
+// named, never with its value. It matches ErrInvalidArgument. A program
+// that takes some settings from elsewhere too (flags, a file) can tell
+// what is missing from what is malformed.
+type EnvError struct {
+	// Missing lists the required variables that are not set, in the order
+	// of the Env constants.
+	Missing []string
+	// Malformed describes each variable that is set but cannot be parsed,
+	// as "NAME is not <what it must be>".
+	Malformed []string
+}
+
+// Error names every problem, separated by "; ".
+func (e *EnvError) Error() string {
+	problems := make([]string, 0, len(e.Missing)+len(e.Malformed))
+	for _, name := range e.Missing {
+		problems = append(problems, name+" is not set")
+	}
+	problems = append(problems, e.Malformed...)
+	return ErrInvalidArgument.Error() + ": " + strings.Join(problems, "; ")
+}
+
+// Unwrap returns ErrInvalidArgument, so that errors.Is matches it.
+func (e *EnvError) Unwrap() error { return ErrInvalidArgument }

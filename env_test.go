@@ -84,4 +84,20 @@ func TestConfigFromEnvNamesEveryProblem(t *testing.T) {
 	if strings.Contains(err.Error(), "secret-value-1") {
 		t.Error("the error quotes a value")
 	}
+	var envErr *EnvError
+	if !errors.As(err, &envErr) {
+		t.Fatalf("err is a %T; want an *EnvError", err)
+	}
+	wantErr := &EnvError{
+		Missing: []string{EnvBaseURL, EnvClientID},
+		Malformed: []string{
+			"MANAGEMENT_MAX_RETRIES is not an integer",
+			"MANAGEMENT_RETRY_WAIT_MAX is not a duration (such as 250ms or 2s)",
+			"MANAGEMENT_MAX_RESPONSE_BYTES is not a whole number of bytes",
+			"MANAGEMENT_ALLOW_INSECURE_HTTP is not true or false",
+		},
+	}
+	if diff := cmp.Diff(wantErr, envErr); diff != "" {
+		t.Errorf("EnvError (-want +got):\n%s", diff)
+	}
 }

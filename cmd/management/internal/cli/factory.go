@@ -136,22 +136,13 @@ func (f *Factory) baseConfig() (management.Config, error) {
 
 // malformed returns the problems ConfigFromEnv found other than a missing
 // base URL, client id or secret, which the flags may supply: the
-// variables that are set but cannot be parsed. ConfigFromEnv names each
-// problem, never a value, separated by "; ".
+// variables that are set but cannot be parsed.
 func malformed(envErr error) []string {
-	if envErr == nil {
+	var e *management.EnvError
+	if !errors.As(envErr, &e) {
 		return nil
 	}
-	text := strings.TrimPrefix(envErr.Error(), management.ErrInvalidArgument.Error()+": ")
-	var problems []string
-	for p := range strings.SplitSeq(text, "; ") {
-		switch p {
-		case management.EnvBaseURL + " is not set", management.EnvClientID + " is not set", management.EnvClientSecret + " is not set":
-		default:
-			problems = append(problems, p)
-		}
-	}
-	return problems
+	return e.Malformed
 }
 
 // readLine reads one line of standard input, for a secret given there.
