@@ -12,6 +12,12 @@
 //
 //   - BenchmarkUsersGet: one GET /users/{id} round trip, a SingleUser of
 //     about 1.5 KB with consents, custom settings and associated Things.
+//   - BenchmarkUsersGetInProcess: the same call through a transport that
+//     answers in the process from the same bytes, without a connection:
+//     the client's own cost, without the network's and the server's noise.
+//     TestUsersGetAllocs holds Users.Get to at most usersGetExtraAllocs
+//     allocations more than the baseline on that path, in every `go test`
+//     run.
 //   - BenchmarkUsersList: ranging over every User of a generated data set
 //     in pages of 100, following next_page links; ns/user is the time per
 //     User. users=10000 always; users=100000 only with BENCH_LARGE=1 or a
