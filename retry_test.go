@@ -340,3 +340,28 @@ func TestRetryAfterBoundedByRetryWaits(t *testing.T) {
 		})
 	}
 }
+
+// A retried PATCH carries its whole request again: body, length, headers.
+func TestRetrySendsTheWholeRequestAgain(t *testing.T) {
+	c, mt := setup(t)
+	attempt := 0
+	mt.RegisterResponder(http.MethodPatch, mockPrefix+"/things/p-1", func(r *http.Request) (*http.Response, error) {
+		attempt++
+		testMethod(t, r, "PATCH")
+		testAPIHeaders(t, r)
+		testHeader(t, r, "User-Agent", "management-go/"+Version)
+		testBody(t, r, `{"name":"n"}`)
+		if r.ContentLength != int64(len(`{"name":"n"}`)) {
+			t.Errorf("attempt %d: ContentLength = %d", attempt, r.ContentLength)
+		}
+		if attempt == 1 {
+			return httpmock.NewStringResponse(http.StatusServiceUnavailable, "busy"), nil
+		}
+		return jsonResponder(http.StatusOK, map[string]any{"physical_id": "p-1", "name": "n"})(r)
+	})
+	got, err := c.Things.Update(context.Background(), "p-1", ThingUpdate{Name: Ptr("n")})
+	if err != nil || got.PhysicalID != "p-1" || got.Name != "n" {
+		t.Fatalf("Update = %+v, %v; want the second attempt's Thing", got, err)
+	}
+	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "PATCH " + mockPrefix + "/things/p-1": 2})
+}

@@ -33,11 +33,12 @@ func (t cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // usersGetExtraAllocs is how many more allocations than the baseline's a
-// Users.Get may make. Issue #11 allows 10 on the loopback benchmark; the
-// SDK makes 4 (the request, its escaped path, the Authorization value and
-// the bounded body reader), and one is spare. Raise it only with a
-// benchmark that shows what the new allocation buys.
-const usersGetExtraAllocs = 5
+// Users.Get may make: issue #11's budget. The SDK makes 9: the request, its
+// escaped path, the Authorization value and the bounded body reader, and
+// go-retryablehttp's per-call share (its Request, and the Client of the
+// call with its hooks bound to the call's state, see exchange in retry.go).
+// Raise it only with a benchmark that shows what the new allocation buys.
+const usersGetExtraAllocs = 10
 
 // TestUsersGetAllocs holds the allocation budget of Users.Get against the
 // baseline's getUser, both through cannedTransport.
