@@ -32,9 +32,13 @@ trap 'rm -rf "$bindir"' EXIT
 go test -c -o "$bindir/benchmark.test" ./internal/benchmark/
 : >"$out"
 for round in $(seq "$count"); do
-	echo "round $round of $count: -bench '$pattern' -benchtime $benchtime $*" >&2
-	"$bindir/benchmark.test" -test.run '^$' -test.bench "$pattern" -test.benchtime "$benchtime" \
-		-test.benchmem "$@" | tee -a "$out"
+	# Odd rounds run the SDK first, even ones the baseline (runImpls in
+	# internal/benchmark): what runs first meets what the previous round
+	# left behind.
+	baseline_first=$((1 - round % 2))
+	echo "round $round of $count: -bench '$pattern' -benchtime $benchtime $* (baseline first: $baseline_first)" >&2
+	BENCH_BASELINE_FIRST=$baseline_first "$bindir/benchmark.test" -test.run '^$' -test.bench "$pattern" \
+		-test.benchtime "$benchtime" -test.benchmem "$@" | tee -a "$out"
 done
 echo "raw output saved in $out" >&2
 echo
@@ -52,3 +56,37 @@ go run "$benchstat" -format csv -col '/impl@(baseline sdk)' "$out" 2>/dev/null |
 		ratio = ($2 + 0 != 0 && $4 != "") ? sprintf("%.3f", $4 / $2) : "-"
 		printf "%-52s %-14s %14.6g %14.6g %8s\n", $1, unit, $2, $4, ratio
 	}'
+
+# The median of the rounds' own ratios: each round's SDK time over the same
+# round's baseline time, run minutes apart at most. On a shared machine
+# whose speed drifts from round to round, this is steadier than the ratio
+# of the two columns' medians above.
+echo
+echo "SDK / baseline, time: median of the $count rounds' own ratios"
+awk '
+	$1 ~ /^Benchmark/ && $1 ~ /\/impl=(sdk|baseline)/ && $4 == "ns/op" {
+		key = $1; sub(/\/impl=(sdk|baseline)/, "", key)
+		impl = ($1 ~ /\/impl=sdk/) ? "sdk" : "baseline"
+		n = ++seen[key, impl]
+		t[key, impl, n] = $3
+		if (!(key in order)) { order[key] = ++keys; name[keys] = key }
+	}
+	END {
+		printf "%-52s %8s %8s  %s\n", "benchmark", "median", "rounds", "ratios, sorted"
+		for (k = 1; k <= keys; k++) {
+			key = name[k]; m = 0
+			for (i = 1; i <= seen[key, "sdk"] && i <= seen[key, "baseline"]; i++) {
+				r[++m] = t[key, "sdk", i] / t[key, "baseline", i]
+			}
+			for (i = 2; i <= m; i++) { # insertion sort: awk has none built in
+				v = r[i]
+				for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]
+				r[j + 1] = v
+			}
+			if (m == 0) continue
+			med = (m % 2) ? r[(m + 1) / 2] : (r[m / 2] + r[m / 2 + 1]) / 2
+			list = ""
+			for (i = 1; i <= m; i++) list = list sprintf(" %.3f", r[i])
+			printf "%-52s %8.3f %8d  %s\n", key, med, m, list
+		}
+	}' "$out"

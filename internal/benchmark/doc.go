@@ -8,7 +8,11 @@
 // loopback server (httptest, 127.0.0.1) in the same process. The server
 // answers from pre-encoded bodies, so its own cost is small and the same for
 // both sides; allocs/op counts the server's allocations too, equally.
-// The sub-benchmark names pair under benchstat -col /impl.
+// The sub-benchmark names pair under benchstat -col /impl. The loopback
+// benchmarks warm their server first (warmBenchServer), and runImpls runs
+// the baseline first when BENCH_BASELINE_FIRST=1, which scripts/bench.sh
+// sets every other round: whichever implementation ran first used to pay
+// for warming the server and the heap, a few per cent on Users.Get.
 //
 //   - BenchmarkUsersGet: one GET /users/{id} round trip, a SingleUser of
 //     about 1.5 KB with consents, custom settings and associated Things.

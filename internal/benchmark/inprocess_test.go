@@ -71,7 +71,7 @@ func BenchmarkUsersGetInProcess(b *testing.B) {
 	s := newBenchServer(b, 0, 600*time.Second)
 	hc := &http.Client{Transport: cannedTransport{s}}
 	ctx := context.Background()
-	b.Run("impl=sdk", func(b *testing.B) {
+	runImpls(b, func(b *testing.B) { // impl=sdk
 		c := newBenchSDK(b, s, hc)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -79,8 +79,7 @@ func BenchmarkUsersGetInProcess(b *testing.B) {
 				b.Fatalf("Get: %v", err)
 			}
 		}
-	})
-	b.Run("impl=baseline", func(b *testing.B) {
+	}, func(b *testing.B) { // impl=baseline
 		c := newBenchBaseline(b, s, hc)
 		b.ReportAllocs()
 		for b.Loop() {

@@ -148,7 +148,7 @@ func BenchmarkTokenStorm(b *testing.B) {
 	const lifetime = time.Second
 	s := newBenchServer(b, 0, lifetime)
 	b.Run("token=cold", func(b *testing.B) {
-		b.Run("impl=sdk", func(b *testing.B) {
+		runImpls(b, func(b *testing.B) { // impl=sdk
 			hc := newStormHTTPClient(b)
 			var m stormMetrics
 			b.ReportAllocs()
@@ -160,8 +160,7 @@ func BenchmarkTokenStorm(b *testing.B) {
 				m.add(stormSDK(s, c), 1)
 			}
 			m.report(b, 1)
-		})
-		b.Run("impl=baseline", func(b *testing.B) {
+		}, func(b *testing.B) { // impl=baseline
 			c := newBenchBaseline(b, s, newStormHTTPClient(b))
 			var m stormMetrics
 			b.ReportAllocs()
@@ -172,7 +171,7 @@ func BenchmarkTokenStorm(b *testing.B) {
 		})
 	})
 	b.Run("token=expired", func(b *testing.B) {
-		b.Run("impl=sdk", func(b *testing.B) {
+		runImpls(b, func(b *testing.B) { // impl=sdk
 			aged := &stormAgedClients{s: s, hc: newStormHTTPClient(b), lifetime: lifetime}
 			var m stormMetrics
 			b.ReportAllocs()
@@ -183,8 +182,7 @@ func BenchmarkTokenStorm(b *testing.B) {
 				m.add(stormSDK(s, c), 1)
 			}
 			m.report(b, 1)
-		})
-		b.Run("impl=baseline", func(b *testing.B) {
+		}, func(b *testing.B) { // impl=baseline
 			c := newBenchBaseline(b, s, newStormHTTPClient(b))
 			var m stormMetrics
 			b.ReportAllocs()
