@@ -17,9 +17,13 @@ import (
 // Client, which pauses a route when it is told 429 with Retry-After, and
 // through 200 Clients, each finding the limit on its own (as one Client did
 // before the pause). It reports the 429 answers and the calls that failed
-// or outlived their 10 s context.
+// or outlived their 10 s context. With -short (CI, which only checks that
+// it runs) 20 goroutines send.
 func BenchmarkRateLimited(b *testing.B) {
-	const goroutines, callsEach = 200, 5
+	goroutines, callsEach := 200, 5
+	if testing.Short() {
+		goroutines = 20
+	}
 	for _, shared := range []bool{true, false} {
 		name := "client=shared"
 		if !shared {
