@@ -15,7 +15,7 @@
 # load on the machine hits both implementations alike.
 #
 # Environment: COUNT (rounds, default 6), BENCH (a -bench pattern, default
-# .), BENCHTIME (default 1s), OUT (where the raw output is saved; default a
+# .), BENCHTIME (default 1s), SETTLE (seconds between rounds, default 3), OUT (where the raw output is saved; default a
 # new file under ${TMPDIR:-/tmp}). benchstat is fetched at a pinned version
 # by `go run`; it is not a dependency of the module.
 set -euo pipefail
@@ -39,6 +39,7 @@ for round in $(seq "$count"); do
 	echo "round $round of $count: -bench '$pattern' -benchtime $benchtime $* (baseline first: $baseline_first)" >&2
 	BENCH_BASELINE_FIRST=$baseline_first "$bindir/benchmark.test" -test.run '^$' -test.bench "$pattern" \
 		-test.benchtime "$benchtime" -test.benchmem "$@" | tee -a "$out"
+	sleep "${SETTLE:-3}" # let the kernel close the round's thousands of connections
 done
 echo "raw output saved in $out" >&2
 echo
