@@ -32,6 +32,24 @@ func asErr[E error](also func(E) bool) func(error) bool {
 	}
 }
 
+// getUserAfter stages FailNext(route, n, status) and then reads a User.
+func getUserAfter(route managementtest.Route, n, status int) func(context.Context, *managementtest.Server, *management.Client) error {
+	return func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+		srv.FailNext(route, n, status, 0)
+		_, err := c.Users.Get(ctx, "u-1")
+		return err
+	}
+}
+
+// getUserAnswered stages FailNextWith(route, n, r) and then reads a User.
+func getUserAnswered(route managementtest.Route, n int, r managementtest.Response) func(context.Context, *managementtest.Server, *management.Client) error {
+	return func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
+		srv.FailNextWith(route, n, r)
+		_, err := c.Users.Get(ctx, "u-1")
+		return err
+	}
+}
+
 func jsonAnswer(status int, body string) managementtest.Response {
 	return managementtest.Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
 }
@@ -55,20 +73,12 @@ var errorTable = map[string]errorTableRow{
 		is: isErr(management.ErrValidation),
 	},
 	"ErrUnauthorized": {
-		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
-			srv.FailNext(managementtest.RouteGetUser, 2, http.StatusUnauthorized, 0) // the call and its replay
-			_, err := c.Users.Get(ctx, "u-1")
-			return err
-		},
-		is: isErr(management.ErrUnauthorized),
+		stage: getUserAfter(managementtest.RouteGetUser, 2, http.StatusUnauthorized), // the call and its replay
+		is:    isErr(management.ErrUnauthorized),
 	},
 	"ErrRateLimited": {
-		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
-			srv.FailNext(managementtest.RouteGetUser, 10, http.StatusTooManyRequests, 0)
-			_, err := c.Users.Get(ctx, "u-1")
-			return err
-		},
-		is: isErr(management.ErrRateLimited),
+		stage: getUserAfter(managementtest.RouteGetUser, 10, http.StatusTooManyRequests),
+		is:    isErr(management.ErrRateLimited),
 	},
 	"ErrInvalidClient": {
 		stage: func(ctx context.Context, srv *managementtest.Server, _ *management.Client) error {
@@ -84,12 +94,8 @@ var errorTable = map[string]errorTableRow{
 		is: isErr(management.ErrInvalidClient),
 	},
 	"ErrUnsupportedGrantType": {
-		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
-			srv.FailNext(managementtest.RouteToken, 1, http.StatusBadRequest, 0)
-			_, err := c.Users.Get(ctx, "u-1")
-			return err
-		},
-		is: isErr(management.ErrUnsupportedGrantType),
+		stage: getUserAfter(managementtest.RouteToken, 1, http.StatusBadRequest),
+		is:    isErr(management.ErrUnsupportedGrantType),
 	},
 	"ErrInvalidArgument": {
 		stage: func(ctx context.Context, _ *managementtest.Server, c *management.Client) error {
@@ -112,47 +118,31 @@ var errorTable = map[string]errorTableRow{
 		is: isErr(management.ErrInvalidPageLink),
 	},
 	"*TransportError": {
-		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
-			srv.FailNextWith(managementtest.RouteGetUser, 10, managementtest.Response{Cut: true})
-			_, err := c.Users.Get(ctx, "u-1")
-			return err
-		},
-		is: asErr[*management.TransportError](nil),
+		stage: getUserAnswered(managementtest.RouteGetUser, 10, managementtest.Response{Cut: true}),
+		is:    asErr[*management.TransportError](nil),
 	},
 	"ErrMisconfigured": {
-		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
-			srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{
-				Status: http.StatusMovedPermanently,
-				Header: http.Header{"Location": {"https://elsewhere.example/users/u-1"}},
-			})
-			_, err := c.Users.Get(ctx, "u-1")
-			return err
-		},
+		stage: getUserAnswered(managementtest.RouteGetUser, 1, managementtest.Response{
+			Status: http.StatusMovedPermanently,
+			Header: http.Header{"Location": {"https://elsewhere.example/users/u-1"}},
+		}),
 		is: func(err error) bool {
 			return isErr(management.ErrMisconfigured)(err) && asErr[*management.APIError](nil)(err)
 		},
 	},
 	"ErrMisconfigured, from the token endpoint": {
-		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
-			srv.FailNextWith(managementtest.RouteToken, 1, managementtest.Response{
-				Status: http.StatusNotFound,
-				Header: http.Header{"Content-Type": {"text/html"}},
-				Body:   "<html><body>Not Found</body></html>",
-			})
-			_, err := c.Users.Get(ctx, "u-1")
-			return err
-		},
+		stage: getUserAnswered(managementtest.RouteToken, 1, managementtest.Response{
+			Status: http.StatusNotFound,
+			Header: http.Header{"Content-Type": {"text/html"}},
+			Body:   "<html><body>Not Found</body></html>",
+		}),
 		is: func(err error) bool {
 			return isErr(management.ErrMisconfigured)(err) && asErr[*management.TokenError](nil)(err)
 		},
 	},
 	"*DecodeError": {
-		stage: func(ctx context.Context, srv *managementtest.Server, c *management.Client) error {
-			srv.FailNextWith(managementtest.RouteGetUser, 1, jsonAnswer(http.StatusOK, `{"reason":"X","error_message":"an error shape on a 200"}`))
-			_, err := c.Users.Get(ctx, "u-1")
-			return err
-		},
-		is: asErr(func(e *management.DecodeError) bool { return e.ContentType == "application/json" }),
+		stage: getUserAnswered(managementtest.RouteGetUser, 1, jsonAnswer(http.StatusOK, `{"reason":"X","error_message":"an error shape on a 200"}`)),
+		is:    asErr(func(e *management.DecodeError) bool { return e.ContentType == "application/json" }),
 	},
 	"ErrResponseTooLarge": {
 		stage: func(ctx context.Context, srv *managementtest.Server, _ *management.Client) error {
