@@ -21,7 +21,7 @@
 //     the client's own cost, without the network's and the server's noise.
 //     TestUsersGetAllocs holds Users.Get to at most usersGetExtraAllocs
 //     allocations more than the baseline on that path, in every `go test`
-//     run.
+//     run without -race (.ci/run runs it so, under both Go releases).
 //   - BenchmarkUsersList: ranging over every User of a generated data set
 //     in pages of 100, following next_page links; ns/user is the time per
 //     User. users=10000 always; users=100000 only with BENCH_LARGE=1 or a

@@ -41,8 +41,13 @@ func (t cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 const usersGetExtraAllocs = 10
 
 // TestUsersGetAllocs holds the allocation budget of Users.Get against the
-// baseline's getUser, both through cannedTransport.
+// baseline's getUser, both through cannedTransport. Under the race
+// detector the counts are noisy (sync.Pool drops items at random), so it
+// runs without it: .ci/run's benchmark step runs it in every module.
 func TestUsersGetAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts vary under the race detector; .ci/run runs this test without it")
+	}
 	s := newBenchServer(t, 0, 600*time.Second)
 	hc := &http.Client{Transport: cannedTransport{s}}
 	ctx := context.Background()
