@@ -358,10 +358,10 @@ func TestDecodeAuthenticateSamples(t *testing.T) {
 			mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", func(r *http.Request) (*http.Response, error) {
 				testMethod(t, r, "POST")
 				testAPIHeaders(t, r)
-				testJSONBody(t, r, `{"access_token": "Bearer eu-1"}`)
+				testJSONBody(t, r, `{"access_token": "Bearer eu-12345678"}`)
 				return rawResponder(http.StatusOK, "application/json", readSample(t, tt.sample))(r)
 			})
-			got, err := c.Authenticate(t.Context(), "Bearer eu-1")
+			got, err := c.Authenticate(t.Context(), "Bearer eu-12345678")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -103,7 +103,7 @@ func TestDecodeErrorSaysWhatCameBack(t *testing.T) {
 		{"HTML 200", "text/html; charset=utf-8", "<html>ok</html>", 0,
 			DecodeError{ContentType: "text/html; charset=utf-8", Body: []byte("<html>ok</html>")},
 			"invalid character '<' looking for beginning of value",
-			`management: GET /users/u-1: 200 response (Content-Type "text/html; charset=utf-8"): invalid character '<' looking for beginning of value; body starts "<html>ok</html>"`},
+			`management: GET /users/u-1: 200 response (Content-Type "text/html; charset=utf-8"): invalid character '<' looking for beginning of value; body starts "<html>ok</html>"; check Config.BaseURL and Config.PathPrefix`},
 		{"truncated", "application/json", `{"id":"u-1","email":`, 0,
 			DecodeError{ContentType: "application/json", Body: []byte(`{"id":"u-1","email":`)},
 			"unexpected EOF",

@@ -64,7 +64,7 @@ func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token
 		if _, ours := err.(*TransportError); !ours {
 			err = &TransportError{Method: req.method, Path: req.path, Attempts: x.attempts, Err: withoutURL(err)}
 		}
-		return nil, nil, err
+		return nil, x.token, err // the token of the last attempt, for its redactor
 	}
 	return resp, x.token, nil
 }
