@@ -92,6 +92,17 @@ func headerUnsafe(s string) string {
 	return ""
 }
 
+// headerValueSafe reports whether net/http sends s as a header value: no
+// control character but the horizontal tab.
+func headerValueSafe(s string) bool {
+	for i := range len(s) {
+		if b := s[i]; (b < 0x20 && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // header is the Authorization header value that carries t.
 func (t *Token) header() string {
 	typ := t.TokenType
@@ -186,8 +197,8 @@ type tokenCache struct {
 
 	mu        sync.Mutex
 	tok       *Token
-	refreshAt time.Time       // when tok is due for refresh
-	retryAt   time.Time       // after a failed refresh, the earliest next one while tok is valid
+	refreshAt time.Time        // when tok is due for refresh
+	retryAt   time.Time        // after a failed refresh, the earliest next one while tok is valid
 	failures  int              // token requests failed in a row
 	warned    bool             // this run of failures has been logged
 	inflight  *flight[fetched] // non-nil while a request is under way

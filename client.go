@@ -69,6 +69,10 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.MaxResponseBytes < 0 {
 		return nil, errorf("%w: Config.MaxResponseBytes must not be negative", ErrInvalidArgument)
 	}
+	if !headerValueSafe(cfg.UserAgent) {
+		// net/http would refuse every request: fail here, not on each call.
+		return nil, errorf("%w: Config.UserAgent holds a control character, which an HTTP header cannot carry", ErrInvalidArgument)
+	}
 	if cfg.PathPrefix != "" && (!strings.HasPrefix(cfg.PathPrefix, "/") || strings.ContainsAny(cfg.PathPrefix, "?#")) {
 		return nil, errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
 	}
@@ -197,6 +201,26 @@ func (c *Client) do(ctx context.Context, req *request, out any) (int, error) {
 // (a zero Client, a nil *Client): it has no credentials to send.
 var errNotNewClient = errorf("%w: the Client was not made by NewClient; use NewClient", ErrInvalidArgument)
 
+// notNewClient is the panic of a service of a Client that NewClient did
+// not make: a zero Client's Users and Things are nil, and have no Client.
+const notNewClient = "management: Client.Users or Client.Things of a Client not made by NewClient; use NewClient"
+
+// c returns the Client of s, or panics with notNewClient.
+func (s *UsersService) c() *Client {
+	if s == nil || s.client == nil {
+		panic(notNewClient)
+	}
+	return s.client
+}
+
+// c returns the Client of s, or panics with notNewClient.
+func (s *ThingsService) c() *Client {
+	if s == nil || s.client == nil {
+		panic(notNewClient)
+	}
+	return s.client
+}
+
 // redactor is the redactor of an answer to req got by an attempt that
 // carried tok (nil for none): the client credentials, tok, and the End
 // User's credential req checks. It is built only once an error is.
@@ -323,6 +347,9 @@ func decodeJSON(r io.Reader, out any) error {
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {
 		if err == io.EOF {
+			if _, ok := out.(*emptyAnswer); ok {
+				return nil
+			}
 			return errors.New("empty body")
 		}
 		return err

@@ -148,13 +148,27 @@ func (r *redactor) find(v view, cut bool, spans []span) []span {
 			spans = append(spans, span{v.orig(from), v.orig(from + len(f))})
 			i = from + 1
 		}
-		if !cut {
+		if cut {
+			spans = r.findCut(v, f, spans)
+		}
+	}
+	return spans
+}
+
+// maxEscape is the longest escape a cut can split: `\uXXXX\uXXXX`.
+const maxEscape = 12
+
+// findCut adds the start of f at the end of v, if any: right at the end,
+// or before an escape the cut split (`\u00`, `%2`, `&#x2`).
+func (r *redactor) findCut(v view, f string, spans []span) []span {
+	text := v.text
+	for e := len(text); e >= 0 && e >= len(text)-maxEscape; e-- {
+		if e < len(text) && strings.IndexByte(`\&%`, text[e]) < 0 {
 			continue
 		}
-		for n := min(len(f)-1, len(v.text)); n > 0; n-- {
-			if strings.HasSuffix(v.text, f[:n]) {
-				spans = append(spans, span{v.orig(len(v.text) - n), v.orig(len(v.text))})
-				break
+		for n := min(len(f)-1, e); n > 0; n-- {
+			if strings.HasSuffix(text[:e], f[:n]) {
+				return append(spans, span{v.orig(e - n), v.total})
 			}
 		}
 	}

@@ -37,14 +37,18 @@ func TestMaxResponseBytesAtEveryValue(t *testing.T) {
 		{1, body, true, ""},
 	}
 	for _, tt := range tests {
-		// discard: DisassociateThing, whose answer is read to its end and
-		// dropped; otherwise Users.Get, whose answer is decoded.
+		// discard: DisassociateThing, whose answer must be empty (here {}
+		// padded with white space to the same length); otherwise
+		// Users.Get, whose answer is decoded.
 		for _, discard := range []bool{false, true} {
 			t.Run(fmt.Sprintf("limit %d body %d discard %t", tt.limit, len(tt.body), discard), func(t *testing.T) {
 				c, mt := setup(t, Config{MaxResponseBytes: tt.limit})
 				answer := func(r *http.Request) (*http.Response, error) {
 					testAPIHeaders(t, r)
 					testBody(t, r, "")
+					if discard {
+						return httpmock.NewStringResponse(200, "{"+strings.Repeat(" ", len(tt.body)-2)+"}"), nil
+					}
 					return httpmock.NewStringResponse(200, tt.body), nil
 				}
 				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", answer)
