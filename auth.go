@@ -166,7 +166,7 @@ func (c *Client) knownCredentials() []string {
 		tok = src.last.Load()
 	}
 	if tok != nil {
-		creds = append(creds, tok.header())
+		creds = append(creds, tok.header(), tok.AccessToken)
 	}
 	return creds
 }

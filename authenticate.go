@@ -334,6 +334,16 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return def
 }
 
+// checkClient refuses a Client that NewClient did not make (a zero
+// Client has no credentials and no logger), then checks the rest of the
+// setup.
+func (a *Authenticator) checkClient() error {
+	if a.Client != nil && a.Client.tokens == nil {
+		return errorf("%w: Authenticator.Client was not made by NewClient; use NewClient", ErrInvalidArgument)
+	}
+	return a.checkSetup()
+}
+
 // errNoClient is Check's answer when Authenticator.Client is not set.
 var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
 
@@ -346,7 +356,7 @@ var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
 // call. Check does not call ErrorHandler.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.once.Do(a.init)
-	if err := a.checkSetup(); err != nil {
+	if err := a.checkClient(); err != nil {
 		return nil, err
 	}
 	outcome := AuthRefused
@@ -442,7 +452,7 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 // End User's credential and the Client's.
 func (a *Authenticator) host(header string) flightHost {
 	return flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
-		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), header)...) }}
+		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
 }
 
 // tokenKey is the cache key of an Authorization header value: its SHA-256
@@ -541,7 +551,7 @@ func (a *Authenticator) verdictFor(auth *EndUserAuthentication, header string, n
 	case !auth.Valid:
 		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(a.invalidTTL)}
 	case auth.Role != RoleAppUser:
-		role := newRedactor(header).text(string(auth.Role))
+		role := newRedactor(authForms(header)...).text(string(auth.Role))
 		return authVerdict{err: errorf("%w: %.64q", ErrForbiddenRole, role), expires: now.Add(a.validTTL)}
 	}
 	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(a.validTTL)}
@@ -572,7 +582,7 @@ func relayable(cr *ClientResponse) *ClientResponse {
 // a handler is registered wrongly: a middleware that could never let a
 // request through is a setup error, not a run of 503s.
 func (a *Authenticator) Handler(next http.Handler) http.Handler {
-	if err := a.checkSetup(); err != nil {
+	if err := a.checkClient(); err != nil {
 		panic("management: Authenticator.Handler: " + unprefixed{err}.Error())
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -112,7 +112,7 @@ func NewClient(cfg Config) (*Client, error) {
 	} else {
 		cache := newTokenCache(c, cfg.ClientID, cfg.ClientSecret, cfg.RefreshMargin)
 		c.tokens, c.invalidator = cache, cache
-		c.creds = []string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret, cache.auth}
+		c.creds = append([]string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret}, authForms(cache.auth)...)
 	}
 	if err := c.setSharedStore(cfg); err != nil {
 		return nil, err
@@ -225,12 +225,12 @@ func (s *ThingsService) c() *Client {
 // carried tok (nil for none): the client credentials, tok, and the End
 // User's credential req checks. It is built only once an error is.
 func (c *Client) redactor(req *request, tok *Token) *redactor {
-	creds := make([]string, 0, len(c.creds)+2)
+	creds := make([]string, 0, len(c.creds)+4)
 	creds = append(creds, c.creds...)
 	if tok != nil {
-		creds = append(creds, tok.header())
+		creds = append(creds, tok.header(), tok.AccessToken)
 	}
-	return newRedactor(append(creds, req.credential)...)
+	return newRedactor(append(creds, authForms(req.credential)...)...)
 }
 
 // replaying is do without the Observer. Every error it returns has passed

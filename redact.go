@@ -48,17 +48,22 @@ type redactor struct {
 	withhold bool     // a credential shorter than minSecretLen: texts are withheld
 }
 
-// newRedactor returns the redactor of creds ("" ignored). An Authorization
-// value "<scheme> <token>" is searched for whole and as the token alone.
+// newRedactor returns the redactor of creds ("" ignored).
 func newRedactor(creds ...string) *redactor {
 	r := &redactor{}
 	for _, c := range creds {
 		r.add(c)
-		if _, tok, ok := strings.Cut(strings.TrimSpace(c), " "); ok {
-			r.add(tok)
-		}
 	}
 	return r
+}
+
+// authForms returns the forms of an Authorization value that an echo may
+// take: the whole "<scheme> <token>" and the token alone.
+func authForms(h string) []string {
+	if _, tok, ok := strings.Cut(strings.TrimSpace(h), " "); ok {
+		return []string{h, tok}
+	}
+	return []string{h}
 }
 
 func (r *redactor) add(c string) {
