@@ -85,6 +85,9 @@ type authenticateResponse struct {
 // and the token after its type, in the forms an echo takes) replaced by
 // "REDACTED", as every error of the Client has the Client's credentials.
 func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUserAuthentication, error) {
+	if c == nil || c.tokens == nil {
+		return nil, errNotNewClient
+	}
 	if strings.TrimSpace(accessToken) == "" {
 		return nil, errorf("%w: the End User access token is empty", ErrInvalidArgument)
 	}
