@@ -437,6 +437,14 @@ const maxRequestID = 128
 // requestIDHeaders are where services and proxies put a request's id.
 var requestIDHeaders = [...]string{"X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Amzn-Requestid", "X-Amz-Request-Id", "X-Trace-Id"}
 
+// requestID redacts a request id; it is dropped when texts are withheld.
+func (r *redactor) requestID(id string) string {
+	if r.withhold {
+		return ""
+	}
+	return r.text(id)
+}
+
 func requestIDShaped(v string) bool {
 	if len(v) > maxRequestID {
 		return false
@@ -488,12 +496,12 @@ func (r *redactor) error(err error) error {
 		out := *e
 		out.Reason, out.Message = r.text(e.Reason), r.text(e.Message)
 		out.Body = r.bytes(e.Body, len(e.Body) >= maxErrorBody)
-		out.Header, out.RequestID = r.header(e.Header), r.text(e.RequestID)
+		out.Header, out.RequestID = r.header(e.Header), r.requestID(e.RequestID)
 		return &out
 	case *TokenError:
 		out := *e
 		out.Code, out.Description = r.text(e.Code), r.text(e.Description)
-		out.Header, out.RequestID = r.header(e.Header), r.text(e.RequestID)
+		out.Header, out.RequestID = r.header(e.Header), r.requestID(e.RequestID)
 		return &out
 	case *DecodeError:
 		out := *e
