@@ -115,8 +115,10 @@ func (r *redactor) redact(s string, cut bool) string {
 		return s
 	}
 	var spans []span
-	for _, v := range views(s) {
-		spans = r.find(v, cut, spans)
+	for _, dec := range decodersFor(s) {
+		for _, f := range r.forms {
+			spans = find(s, f, dec, cut, spans)
+		}
 	}
 	if len(spans) == 0 {
 		return s
@@ -140,49 +142,9 @@ func knownText(s string) bool {
 // span is a part of a text, [from, to).
 type span struct{ from, to int }
 
-// find adds to spans the parts of the original text where v reads a
-// credential, and with cut the start of one at v's end.
-func (r *redactor) find(v view, cut bool, spans []span) []span {
-	for _, f := range r.forms {
-		for i := 0; ; {
-			j := strings.Index(v.text[i:], f)
-			if j < 0 {
-				break
-			}
-			from := i + j
-			spans = append(spans, span{v.orig(from), v.orig(from + len(f))})
-			i = from + 1
-		}
-		if cut {
-			spans = r.findCut(v, f, spans)
-		}
-	}
-	return spans
-}
-
-// maxEscape is the longest escape a cut can split: `\uXXXX\uXXXX`.
-const maxEscape = 12
-
-// findCut adds the start of f at the end of v, if any: right at the end,
-// or before an escape the cut split (`\u00`, `%2`, `&#x2`).
-func (r *redactor) findCut(v view, f string, spans []span) []span {
-	text := v.text
-	for e := len(text); e >= 0 && e >= len(text)-maxEscape; e-- {
-		if e < len(text) && strings.IndexByte(`\&%`, text[e]) < 0 {
-			continue
-		}
-		for n := min(len(f)-1, e); n > 0; n-- {
-			if strings.HasSuffix(text[:e], f[:n]) {
-				return append(spans, span{v.orig(e - n), v.total})
-			}
-		}
-	}
-	return spans
-}
-
 // replaceSpans replaces the parts of s that spans cover with redacted.
 func replaceSpans(s string, spans []span) string {
-	// Few spans: a simple sort keeps this free of allocations beyond the result.
+	// Few spans: an insertion sort.
 	for i := 1; i < len(spans); i++ {
 		for j := i; j > 0 && spans[j].from < spans[j-1].from; j-- {
 			spans[j], spans[j-1] = spans[j-1], spans[j]
@@ -204,64 +166,74 @@ func replaceSpans(s string, spans []span) string {
 	return b.String()
 }
 
-// view is a reading of a text: the text decoded, and where each decoded
-// byte starts in the original.
-type view struct {
-	text   string
-	starts []int // nil: the text as it stands; else len(text)+1 offsets
-	total  int
-}
-
-// orig is the offset in the original text of the decoded byte i.
-func (v view) orig(i int) int {
-	if v.starts == nil {
-		return i
-	}
-	return v.starts[i]
-}
-
-// views returns s as it stands and as each decoding that changes it reads
-// it: JSON string escapes, HTML character references, percent-encoding
-// (with and without '+' for space).
-func views(s string) []view {
-	vs := []view{{text: s, total: len(s)}}
-	if strings.IndexByte(s, '\\') >= 0 {
-		vs = append(vs, decodeView(s, jsonEscape))
-	}
-	if strings.IndexByte(s, '&') >= 0 {
-		vs = append(vs, decodeView(s, htmlEntity))
-	}
-	if strings.IndexByte(s, '%') >= 0 || strings.IndexByte(s, '+') >= 0 {
-		vs = append(vs, decodeView(s, percentPlus))
-		if strings.IndexByte(s, '%') >= 0 {
-			vs = append(vs, decodeView(s, percent))
-		}
-	}
-	return vs
-}
-
 // A decoder reads the escape at the start of s: the bytes it stands for
 // and its length, or n 0 when s does not start with one.
 type decoder func(s string) (out []byte, n int)
 
-func decodeView(s string, dec decoder) view {
-	var b []byte
-	starts := make([]int, 0, len(s)+1)
-	for i := 0; i < len(s); {
-		if out, n := dec(s[i:]); n > 0 {
-			for range out {
-				starts = append(starts, i)
-			}
-			b = append(b, out...)
-			i += n
+// decodersFor returns the readings of s to search: as it stands (nil), and
+// each escaping whose escape character s holds: JSON string escapes, HTML
+// character references, percent-encoding (with and without '+' for space).
+func decodersFor(s string) []decoder {
+	decs := []decoder{nil}
+	if strings.IndexByte(s, '\\') >= 0 {
+		decs = append(decs, jsonEscape)
+	}
+	if strings.IndexByte(s, '&') >= 0 {
+		decs = append(decs, htmlEntity)
+	}
+	if strings.IndexByte(s, '%') >= 0 || strings.IndexByte(s, '+') >= 0 {
+		decs = append(decs, percentPlus, percent)
+	}
+	return decs
+}
+
+// maxEscape is the longest escape a cut can split: `\uXXXX\uXXXX`.
+const maxEscape = 12
+
+// find adds to spans each part of s that reads f, each byte of f written
+// as it is or as an escape of dec; with cut, also a start of f at the end
+// of s, or before an escape at the end that the cut split (`%2`, `\u00`).
+func find(s, f string, dec decoder, cut bool, spans []span) []span {
+	for i := 0; i < len(s); i++ {
+		if s[i] != f[0] && (dec == nil || strings.IndexByte(`\&%+`, s[i]) < 0) {
 			continue
 		}
-		b = append(b, s[i])
-		starts = append(starts, i)
-		i++
+		end, k := match(s, i, f, 0, dec)
+		switch {
+		case k == len(f):
+			spans = append(spans, span{i, end})
+		case cut && k > 0 && (end == len(s) || (len(s)-end <= maxEscape && strings.IndexByte(`\&%`, s[end]) >= 0)):
+			return append(spans, span{i, len(s)})
+		}
 	}
-	starts = append(starts, len(s))
-	return view{text: string(b), starts: starts, total: len(s)}
+	return spans
+}
+
+// match reads f[k:] in s from i, as far as it goes: the end in s and in f.
+// Where a byte can be read both as it is and as the start of an escape,
+// both are tried.
+func match(s string, i int, f string, k int, dec decoder) (int, int) {
+	for k < len(f) && i < len(s) {
+		if dec != nil {
+			if out, n := dec(s[i:]); n > 0 && strings.HasPrefix(f[k:], string(out)) {
+				if s[i] != f[k] {
+					i, k = i+n, k+len(out)
+					continue
+				}
+				e1, k1 := match(s, i+n, f, k+len(out), dec)
+				e2, k2 := match(s, i+1, f, k+1, dec)
+				if k1 >= k2 {
+					return e1, k1
+				}
+				return e2, k2
+			}
+		}
+		if s[i] != f[k] {
+			break
+		}
+		i, k = i+1, k+1
+	}
+	return i, k
 }
 
 func jsonEscape(s string) ([]byte, int) {

@@ -272,11 +272,11 @@ func TestOutsideTextsCannotForgeLogLines(t *testing.T) {
 func TestRequestIDShape(t *testing.T) {
 	r := newRedactor(xechoToken)
 	for id, want := range map[string]string{
-		"req-42":                       "req-42",
-		"Root=1-5759e988;Parent=x":     "",
-		"a b":                          "",
-		strings.Repeat("a", 128):       strings.Repeat("a", 128),
-		strings.Repeat("a", 129):       "",
+		"req-42":                        "req-42",
+		"Root=1-5759e988;Parent=x":      "",
+		"a b":                           "",
+		strings.Repeat("a", 128):        strings.Repeat("a", 128),
+		strings.Repeat("a", 129):        "",
 		"trace:" + xechoToken + "/span": "trace:REDACTED/span",
 	} {
 		_, raw, _ := answerMeta(http.Header{"X-Request-Id": {id}}, time.Now())
