@@ -200,9 +200,11 @@ const (
 //     (RoleServiceAccount): 403 (ErrForbiddenRole);
 //   - no verdict (the service unreachable, failing after the client's
 //     retries or past Timeout, refusing the management token, or answering
-//     in an unknown shape): 503, failing closed, with the cause logged
-//     through the Client's logger (ErrAuthenticationUnavailable); also 503
-//     when the request's context ends while waiting;
+//     in an unknown shape; or the code the check hosts, the Client's
+//     RoundTripper, TokenSource, SharedStore or Observer hooks, panicking
+//     or hanging): 503, failing closed, with the cause logged through the
+//     Client's logger (ErrAuthenticationUnavailable); also 503 when the
+//     request's context ends while waiting;
 //   - a token that would need a call while MaxConcurrentChecks calls are in
 //     flight: 503 with Retry-After: 1, at once and without a call
 //     (ErrTooManyChecks, which also matches ErrAuthenticationUnavailable).
