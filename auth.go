@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,6 +92,17 @@ func headerUnsafe(s string) string {
 	return ""
 }
 
+// headerValueSafe reports whether net/http sends s as a header value: no
+// control character but the horizontal tab.
+func headerValueSafe(s string) bool {
+	for i := range len(s) {
+		if b := s[i]; (b < 0x20 && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // header is the Authorization header value that carries t.
 func (t *Token) header() string {
 	typ := t.TokenType
@@ -116,7 +128,10 @@ type TokenSource interface {
 // it returns is checked before it is sent, so that a source's mistake (no
 // token, an empty one, one with a line break) fails the call with an error
 // rather than a panic or a request that cannot be sent.
-type checkedSource struct{ src TokenSource }
+type checkedSource struct {
+	src  TokenSource
+	last atomic.Pointer[Token] // the token last returned: a panic's value is redacted of it
+}
 
 // Token returns the source's token once checked. Its errors pass unchanged.
 func (s *checkedSource) Token(ctx context.Context) (*Token, error) {
@@ -130,7 +145,30 @@ func (s *checkedSource) Token(ctx context.Context) (*Token, error) {
 	if err := tok.check("AccessToken", "TokenType"); err != nil {
 		return nil, errorf("%w: Config.TokenSource returned a Token whose %v", ErrInvalidArgument, err)
 	}
+	if s.last.Load() != tok {
+		s.last.Store(tok)
+	}
 	return tok, nil
+}
+
+// knownCredentials are the credentials c holds now: the client
+// credentials and the management token it last had (cached or returned by
+// its TokenSource). A panic's value is redacted of them.
+func (c *Client) knownCredentials() []string {
+	creds := append([]string(nil), c.creds...)
+	var tok *Token
+	switch src := c.tokens.(type) {
+	case *tokenCache:
+		src.mu.Lock()
+		tok = src.tok
+		src.mu.Unlock()
+	case *checkedSource:
+		tok = src.last.Load()
+	}
+	if tok != nil {
+		creds = append(creds, tok.header(), tok.AccessToken)
+	}
+	return creds
 }
 
 // Format names the source's type only: the source may hold credentials.
@@ -159,14 +197,26 @@ type tokenCache struct {
 
 	mu        sync.Mutex
 	tok       *Token
-	refreshAt time.Time       // when tok is due for refresh
-	retryAt   time.Time       // after a failed refresh, the earliest next one while tok is valid
-	failures  int             // token requests failed in a row
-	warned    bool            // this run of failures has been logged
-	inflight  *flight[*Token] // non-nil while a request is under way
-	refused   string          // the access token last refused with 401, not to be taken from the shared store again
-	shared    *sharedTokens   // nil without Config.SharedStore
+	refreshAt time.Time        // when tok is due for refresh
+	retryAt   time.Time        // after a failed refresh, the earliest next one while tok is valid
+	failures  int              // token requests failed in a row
+	warned    bool             // this run of failures has been logged
+	inflight  *flight[fetched] // non-nil while a request is under way
+	running   int              // flights whose call has not returned, left-behind ones included
+	refused   string           // the access token last refused with 401, not to be taken from the shared store again
+	shared    *sharedTokens    // nil without Config.SharedStore
 }
+
+// fetched is the outcome of a token flight.
+type fetched struct {
+	tok       *Token
+	refreshAt time.Time
+}
+
+// maxTokenCalls bounds the token requests whose goroutines are still
+// running: one, and a few left behind by a RoundTripper or store that
+// ignored its deadline. Beyond it, callers fail at once.
+const maxTokenCalls = 4
 
 func newTokenCache(c *Client, id, secret string, margin time.Duration) *tokenCache {
 	return &tokenCache{
@@ -201,40 +251,74 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	}
 	f := s.inflight
 	if f == nil {
+		if s.running >= maxTokenCalls {
+			s.mu.Unlock()
+			return s.stale(cur, valid)
+		}
 		refused := s.refused
-		f = startFlight(ctx, tokenFetchTimeout, func(ctx context.Context) (*Token, error) { return s.fetch(ctx, refused) })
+		s.running++
+		f = startFlight(ctx, s.host(), tokenFetchTimeout,
+			func(ctx context.Context) (fetched, error) { return s.fetch(ctx, refused) },
+			s.finish, s.release)
 		s.inflight = f
 	}
 	s.mu.Unlock()
 	if valid {
 		return cur, nil
 	}
-	tok, err := f.wait(ctx)
+	got, err := f.wait(ctx)
 	if err != nil && ctx.Err() != nil {
 		return nil, errorf("waiting for a token: %w", ctx.Err())
 	}
-	return tok, err
+	return got.tok, err
 }
 
-// fetch gets the token of the flight under way (from the shared store, when
-// there is one, else with a token request) and records the outcome before
-// the callers waiting for it are woken. A run of failed refreshes is logged
-// twice, at its start (Warn) and at its end (Info), however long it lasts.
-func (s *tokenCache) fetch(ctx context.Context, refused string) (*Token, error) {
-	var tok *Token
-	var refreshAt time.Time
+// stale is Token's answer while maxTokenCalls requests are still running:
+// the current token while it is valid, else an error.
+func (s *tokenCache) stale(cur *Token, valid bool) (*Token, error) {
+	if valid {
+		return cur, nil
+	}
+	return nil, errorf("%d token requests are still running past their deadline; not starting another", maxTokenCalls)
+}
+
+// host describes the token flight: a panic's value is redacted of the
+// client credentials.
+func (s *tokenCache) host() flightHost {
+	return flightHost{what: "management token request", logger: s.client.logger,
+		redactor: func() *redactor { return newRedactor(s.client.creds...) }}
+}
+
+// release counts a token flight's call as returned.
+func (s *tokenCache) release() {
+	s.mu.Lock()
+	s.running--
+	s.mu.Unlock()
+}
+
+// fetch gets the token of the flight under way: from the shared store, when
+// there is one, else with a token request.
+func (s *tokenCache) fetch(ctx context.Context, refused string) (fetched, error) {
+	var f fetched
 	var err error
 	if s.shared != nil {
-		tok, refreshAt, err = s.shared.token(ctx, refused, s.request)
+		f.tok, f.refreshAt, err = s.shared.token(ctx, refused, s.request)
 	} else {
-		tok, refreshAt, err = s.request(ctx)
+		f.tok, f.refreshAt, err = s.request(ctx)
 	}
+	return f, err
+}
 
+// finish records a flight's outcome (a panic or a hang of the hosted code
+// is a failure like any other) before the callers waiting for it are
+// woken. A run of failed refreshes is logged twice, at its start (Warn)
+// and at its end (Info), however long it lasts.
+func (s *tokenCache) finish(ctx context.Context, got fetched, err error) {
 	s.mu.Lock()
 	failures := s.failures
 	var started, ended bool
 	if err == nil {
-		ended = s.succeeded(tok, refreshAt)
+		ended = s.succeeded(got.tok, got.refreshAt)
 	} else {
 		started = s.failed(time.Now())
 	}
@@ -250,7 +334,6 @@ func (s *tokenCache) fetch(ctx context.Context, refused string) (*Token, error) 
 		log.LogAttrs(ctx, slog.LevelInfo, "management: token refresh succeeded again",
 			slog.Int("failures", failures))
 	}
-	return tok, err
 }
 
 // request makes a token request and says when its token is due for refresh.
@@ -360,6 +443,7 @@ func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, ti
 	req.secret = true
 	ctx, op := c.startOperation(ctx, req)
 	status, tok, lifetime, err := c.fetchToken(ctx, req, basicAuth)
+	err = c.redactor(req, nil).error(err) // before anyone sees it, the Observer first
 	c.endOperation(ctx, op, req, status, err)
 	return tok, lifetime, err
 }
@@ -408,9 +492,9 @@ func checkTokenResponse(req *request, resp *http.Response) error {
 	case w.Error != nil && *w.Error != "":
 		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription, Header: header, RequestID: requestID, RetryAfter: retryAfter}
 	case status == http.StatusTooManyRequests || status >= 500:
-		return &APIError{StatusCode: status, Method: req.method, Path: req.path, Header: header, RequestID: requestID, RetryAfter: retryAfter}
+		return &APIError{StatusCode: status, Method: req.method, Path: req.path, BodyLength: int64(len(body)), Header: header, RequestID: requestID, RetryAfter: retryAfter}
 	default:
-		return &TokenError{StatusCode: status, Header: header, RequestID: requestID}
+		return &TokenError{StatusCode: status, BodyLength: int64(len(body)), Header: header, RequestID: requestID}
 	}
 }
 

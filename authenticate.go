@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,10 +80,14 @@ type authenticateResponse struct {
 // RoleServiceAccount answer may have an empty UserID. A blank accessToken,
 // or one that is not valid UTF-8 (JSON cannot carry it unchanged), fails with
 // ErrInvalidArgument before anything is sent; a 400 or 401 of the service is
-// an *APIError. The service's answers may quote the token: an *APIError
-// returned here has every occurrence of it (the whole value, and the token
-// after its type) replaced by "REDACTED" in its Reason, Message and Body.
+// an *APIError. The service's answers may quote the token: every error
+// returned here, and the ClientResponse's texts, have it (the whole value,
+// and the token after its type, in the forms an echo takes) replaced by
+// "REDACTED", as every error of the Client has the Client's credentials.
 func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUserAuthentication, error) {
+	if c == nil || c.tokens == nil {
+		return nil, errNotNewClient
+	}
 	if strings.TrimSpace(accessToken) == "" {
 		return nil, errorf("%w: the End User access token is empty", ErrInvalidArgument)
 	}
@@ -98,81 +101,34 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 	}
 	req := c.newRequest(http.MethodPost, "/authenticate", "", body).named("/authenticate")
 	req.secret = true
+	req.credential = accessToken
 	var ar authenticateResponse
 	status, err := c.do(ctx, req, &ar)
 	if err != nil {
-		var ae *APIError
-		if errors.As(err, &ae) {
-			newTokenRedactor(accessToken).apiError(ae)
-		}
 		return nil, err
 	}
-	return ar.verdict(req, status)
-}
-
-// tokenRedactor removes an End User credential from texts the service sent.
-type tokenRedactor struct {
-	forms []string // the credential as it may appear, longest first
-}
-
-// newTokenRedactor returns the redactor of the Authorization header value
-// header: the value as sent and trimmed, the token after its type, and the
-// JSON-escaped spellings of each (a body may quote them escaped).
-func newTokenRedactor(header string) tokenRedactor {
-	trimmed := strings.TrimSpace(header)
-	_, token, ok := strings.Cut(trimmed, " ")
-	if !ok {
-		token = trimmed
+	auth, err := ar.verdict(req, status)
+	if err != nil {
+		return nil, err
 	}
-	var forms []string
-	for _, f := range []string{header, trimmed, strings.TrimSpace(token)} {
-		esc, _ := json.Marshal(f) // a string always encodes
-		quoted := string(esc[1 : len(esc)-1])
-		forms = append(forms, f, quoted, strings.ReplaceAll(quoted, "/", `\/`))
-	}
-	forms = slices.DeleteFunc(forms, func(f string) bool { return f == "" })
-	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	return tokenRedactor{forms: slices.Compact(forms)}
-}
-
-// string returns s without the credential.
-func (r tokenRedactor) string(s string) string {
-	for _, f := range r.forms {
-		s = strings.ReplaceAll(s, f, redacted)
-	}
-	return s
-}
-
-// apiError redacts e's texts in place. A Body cut at maxErrorBody may end
-// with the start of the credential: that is redacted too.
-func (r tokenRedactor) apiError(e *APIError) {
-	e.Reason, e.Message = r.string(e.Reason), r.string(e.Message)
-	if e.Body == nil {
-		return
-	}
-	body := r.string(string(e.Body))
-	if len(e.Body) >= maxErrorBody {
-		body = r.cutTail(body)
-	}
-	e.Body = []byte(body)
-}
-
-// cutTail redacts the end of s when it is the start of the credential, as
-// long a start as any form has there.
-func (r tokenRedactor) cutTail(s string) string {
-	cut := 0
-	for _, f := range r.forms {
-		for n := min(len(f)-1, len(s)); n > cut; n-- {
-			if f[n-1] == s[len(s)-1] && strings.HasSuffix(s, f[:n]) {
-				cut = n
-				break
+	// The texts of an invalid verdict, and a role that is not one of the
+	// service's, come from outside too.
+	if cr := auth.ClientResponse; cr != nil || (auth.Role != RoleAppUser && auth.Role != RoleServiceAccount && auth.Role != "") {
+		r := c.redactor(req, nil)
+		auth.Role = Role(r.text(string(auth.Role)))
+		if cr != nil {
+			// A text that cannot be searched (the token is too short) is
+			// replaced by the default relay's, not relayed as a marker.
+			body := &cr.HTTPBody
+			if body.Reason = r.text(body.Reason); body.Reason == withheldText {
+				body.Reason = defaultInvalidBody.Reason
+			}
+			if body.ErrorMessage = r.text(body.ErrorMessage); body.ErrorMessage == withheldText {
+				body.ErrorMessage = defaultInvalidBody.ErrorMessage
 			}
 		}
 	}
-	if cut == 0 {
-		return s
-	}
-	return s[:len(s)-cut] + redacted
+	return auth, nil
 }
 
 // verdict checks the answer's shape and normalises it.
@@ -244,9 +200,11 @@ const (
 //     (RoleServiceAccount): 403 (ErrForbiddenRole);
 //   - no verdict (the service unreachable, failing after the client's
 //     retries or past Timeout, refusing the management token, or answering
-//     in an unknown shape): 503, failing closed, with the cause logged
-//     through the Client's logger (ErrAuthenticationUnavailable); also 503
-//     when the request's context ends while waiting;
+//     in an unknown shape; or the code the check hosts, the Client's
+//     RoundTripper, TokenSource, SharedStore or Observer hooks, panicking
+//     or hanging): 503, failing closed, with the cause logged through the
+//     Client's logger (ErrAuthenticationUnavailable); also 503 when the
+//     request's context ends while waiting;
 //   - a token that would need a call while MaxConcurrentChecks calls are in
 //     flight: 503 with Retry-After: 1, at once and without a call
 //     (ErrTooManyChecks, which also matches ErrAuthenticationUnavailable).
@@ -381,6 +339,16 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return def
 }
 
+// checkClient refuses a Client that NewClient did not make (a zero
+// Client has no credentials and no logger), then checks the rest of the
+// setup.
+func (a *Authenticator) checkClient() error {
+	if a.Client != nil && a.Client.tokens == nil {
+		return errorf("%w: Authenticator.Client was not made by NewClient; use NewClient", ErrInvalidArgument)
+	}
+	return a.checkSetup()
+}
+
 // errNoClient is Check's answer when Authenticator.Client is not set.
 var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
 
@@ -393,7 +361,7 @@ var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
 // call. Check does not call ErrorHandler.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.once.Do(a.init)
-	if err := a.checkSetup(); err != nil {
+	if err := a.checkClient(); err != nil {
 		return nil, err
 	}
 	outcome := AuthRefused
@@ -444,29 +412,52 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	if a.misses != nil && !a.misses.Allow() {
 		return nil, ErrOverMissBudget
 	}
+	// The call runs hosted code (the Client's RoundTripper and TokenSource,
+	// the store, the hooks): the flight contains its panics and hangs. Its
+	// slot is released only when its goroutine returns, so that calls left
+	// running past their deadline stay bounded by maxCalls.
 	var call *flight[authVerdict]
-	call = startFlight(ctx, a.timeout, func(ctx context.Context) (authVerdict, error) {
-		a.observeCalls(ctx, 1)
-		defer a.observeCalls(ctx, -1)
-		v, err := a.judge(ctx, header)
-		a.mu.Lock()
-		a.calls--
-		current := a.inflight[key] == call // else Forget dropped it: its verdict is not cached
-		if current {
-			delete(a.inflight, key)
-			if err == nil && a.cache != nil {
-				a.cache.Add(key, a.firstLevel(v))
+	call = startFlight(ctx, a.host(header), a.timeout,
+		func(ctx context.Context) (authVerdict, error) {
+			a.observeCalls(ctx, 1)
+			defer a.observeCalls(ctx, -1)
+			v, err := a.judge(ctx, header)
+			if err == nil {
+				a.mu.Lock()
+				forgotten := a.inflight[key] != call
+				a.mu.Unlock()
+				if forgotten {
+					a.dropShared(ctx, header) // Forget may have run before judge stored it
+				}
 			}
-		}
-		a.mu.Unlock()
-		if !current && err == nil {
-			a.dropShared(ctx, header) // Forget may have run before judge stored it
-		}
-		return v, err
-	})
+			return v, err
+		},
+		func(_ context.Context, v authVerdict, err error) {
+			a.mu.Lock()
+			if a.inflight[key] == call { // else Forget dropped it: its verdict is not cached
+				delete(a.inflight, key)
+				if err == nil && a.cache != nil {
+					a.cache.Add(key, a.firstLevel(v))
+				}
+			}
+			a.mu.Unlock()
+		},
+		func() {
+			a.mu.Lock()
+			a.calls--
+			a.mu.Unlock()
+		})
 	a.inflight[key] = call
 	a.calls++
 	return call, nil
+}
+
+// host describes a check's flight: its failures are
+// ErrAuthenticationUnavailable, and a panic's value is redacted of the
+// End User's credential and the Client's.
+func (a *Authenticator) host(header string) flightHost {
+	return flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
+		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
 }
 
 // tokenKey is the cache key of an Authorization header value: its SHA-256
@@ -549,25 +540,24 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 func (a *Authenticator) authenticate(ctx context.Context, header string) (*EndUserAuthentication, error) {
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
-		// Authenticate redacts the token from the service's texts; the log
-		// record is redacted again so that no path can carry it there.
+		// Authenticate's errors have passed the redactor of the attempt.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
-			slog.String("error", newTokenRedactor(header).string(err.Error())))
+			slog.String("error", err.Error()))
 		return nil, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 	return auth, nil
 }
 
 // verdictFor turns the service's answer into a cacheable verdict. The role
-// named in a refusal comes from the service, so it is redacted like its
-// other texts.
+// named in a refusal comes from the service: Authenticate redacted it, and
+// it is quoted.
 func (a *Authenticator) verdictFor(auth *EndUserAuthentication, header string, now time.Time) authVerdict {
 	switch {
 	case !auth.Valid:
 		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(a.invalidTTL)}
 	case auth.Role != RoleAppUser:
-		role := newTokenRedactor(header).string(string(auth.Role))
-		return authVerdict{err: errorf("%w: %q", ErrForbiddenRole, role), expires: now.Add(a.validTTL)}
+		role := newRedactor(authForms(header)...).text(string(auth.Role))
+		return authVerdict{err: errorf("%w: %.64q", ErrForbiddenRole, role), expires: now.Add(a.validTTL)}
 	}
 	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(a.validTTL)}
 }
@@ -575,9 +565,7 @@ func (a *Authenticator) verdictFor(auth *EndUserAuthentication, header string, n
 // relayable returns the answer to relay for an invalid token: the service's
 // own, with a status that is a 4xx, or a default 401 when it sent none.
 func relayable(cr *ClientResponse) *ClientResponse {
-	out := ClientResponse{HTTPCode: http.StatusUnauthorized, HTTPBody: ClientErrorBody{
-		ErrorCode: http.StatusUnauthorized, Reason: "auth.unauthorized", ErrorMessage: "The access token is invalid.",
-	}}
+	out := ClientResponse{HTTPCode: http.StatusUnauthorized, HTTPBody: defaultInvalidBody}
 	if cr == nil {
 		return &out
 	}
@@ -599,7 +587,7 @@ func relayable(cr *ClientResponse) *ClientResponse {
 // a handler is registered wrongly: a middleware that could never let a
 // request through is a setup error, not a run of 503s.
 func (a *Authenticator) Handler(next http.Handler) http.Handler {
-	if err := a.checkSetup(); err != nil {
+	if err := a.checkClient(); err != nil {
 		panic("management: Authenticator.Handler: " + unprefixed{err}.Error())
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -618,6 +606,8 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 
 // The default refusals that are not relayed from the service.
 var (
+	defaultInvalidBody = ClientErrorBody{ErrorCode: http.StatusUnauthorized, Reason: "auth.unauthorized",
+		ErrorMessage: "The access token is invalid."}
 	missingTokenBody = ClientErrorBody{ErrorCode: http.StatusUnauthorized, Reason: "auth.unauthorized",
 		ErrorMessage: "An access token must be provided in the Authorization header."}
 	forbiddenRoleBody = ClientErrorBody{ErrorCode: http.StatusForbidden, Reason: "auth.forbidden",

@@ -42,6 +42,11 @@ type Client struct {
 	pauses      routePauses // routes the service asked to slow down (see pause.go)
 	deprecated  sync.Map    // routeKey → struct{}: routes whose deprecation was logged
 
+	// creds are the client credentials as an answer may echo them: the
+	// secret, "id:secret" and the Basic header value; nil with a
+	// TokenSource. Every error's texts are redacted of them (redact.go).
+	creds []string
+
 	// seal seals what goes into a shared store; nil without a secret to
 	// derive it from (see Config.SharedStoreKey).
 	seal         *sealer
@@ -63,6 +68,10 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	if cfg.MaxResponseBytes < 0 {
 		return nil, errorf("%w: Config.MaxResponseBytes must not be negative", ErrInvalidArgument)
+	}
+	if !headerValueSafe(cfg.UserAgent) {
+		// net/http would refuse every request: fail here, not on each call.
+		return nil, errorf("%w: Config.UserAgent holds a control character, which an HTTP header cannot carry", ErrInvalidArgument)
 	}
 	if cfg.PathPrefix != "" && (!strings.HasPrefix(cfg.PathPrefix, "/") || strings.ContainsAny(cfg.PathPrefix, "?#")) {
 		return nil, errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
@@ -98,11 +107,12 @@ func NewClient(cfg Config) (*Client, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.TokenSource != nil {
-		c.tokens = &checkedSource{cfg.TokenSource}
+		c.tokens = &checkedSource{src: cfg.TokenSource}
 		c.invalidator, _ = cfg.TokenSource.(interface{ Invalidate(*Token) })
 	} else {
 		cache := newTokenCache(c, cfg.ClientID, cfg.ClientSecret, cfg.RefreshMargin)
 		c.tokens, c.invalidator = cache, cache
+		c.creds = append([]string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret}, authForms(cache.auth)...)
 	}
 	if err := c.setSharedStore(cfg); err != nil {
 		return nil, err
@@ -141,6 +151,9 @@ type request struct {
 	// (the token endpoint issues tokens; authenticate's answer is about an
 	// End User token): no error quotes their bodies.
 	secret bool
+	// credential is the End User's Authorization value that authenticate
+	// checks: redacted from the answer's texts like the SDK's own.
+	credential string
 
 	// For an Observer: the route template and its parameters' raw values
 	// (set with named), and what the exchanges counted.
@@ -175,22 +188,62 @@ func (c *Client) linkRequest(link string) *request {
 // with 401, do drops it and replays req once with a fresh one. It returns
 // the final status.
 func (c *Client) do(ctx context.Context, req *request, out any) (int, error) {
+	if c == nil || c.tokens == nil {
+		return 0, errNotNewClient
+	}
 	ctx, op := c.startOperation(ctx, req)
 	status, err := c.replaying(ctx, req, out)
 	c.endOperation(ctx, op, req, status, err)
 	return status, err
 }
 
-// replaying is do without the Observer.
+// errNotNewClient is the answer of a Client that NewClient did not make
+// (a zero Client, a nil *Client): it has no credentials to send.
+var errNotNewClient = errorf("%w: the Client was not made by NewClient; use NewClient", ErrInvalidArgument)
+
+// notNewClient is the panic of a service of a Client that NewClient did
+// not make: a zero Client's Users and Things are nil, and have no Client.
+const notNewClient = "management: Client.Users or Client.Things of a Client not made by NewClient; use NewClient"
+
+// c returns the Client of s, or panics with notNewClient.
+func (s *UsersService) c() *Client {
+	if s == nil || s.client == nil {
+		panic(notNewClient)
+	}
+	return s.client
+}
+
+// c returns the Client of s, or panics with notNewClient.
+func (s *ThingsService) c() *Client {
+	if s == nil || s.client == nil {
+		panic(notNewClient)
+	}
+	return s.client
+}
+
+// redactor is the redactor of an answer to req got by an attempt that
+// carried tok (nil for none): the client credentials, tok, and the End
+// User's credential req checks. It is built only once an error is.
+func (c *Client) redactor(req *request, tok *Token) *redactor {
+	creds := make([]string, 0, len(c.creds)+4)
+	creds = append(creds, c.creds...)
+	if tok != nil {
+		creds = append(creds, tok.header(), tok.AccessToken)
+	}
+	return newRedactor(append(creds, authForms(req.credential)...)...)
+}
+
+// replaying is do without the Observer. Every error it returns has passed
+// the redactor of the attempt it comes from.
 func (c *Client) replaying(ctx context.Context, req *request, out any) (int, error) {
 	for replay := true; ; replay = false {
 		tok, err := c.tokens.Token(ctx)
 		if err != nil {
-			return 0, err
+			return 0, c.redactor(req, nil).error(err)
 		}
 		resp, used, err := c.send(ctx, req, tok.header(), tok)
 		if err != nil {
-			return 0, err
+			return 0, c.redactor(req, cmp.Or(used, tok)).error(err)
 		}
 		if resp.StatusCode == http.StatusUnauthorized && replay && c.invalidator != nil {
 			discard(resp.Body)
@@ -200,9 +253,12 @@ func (c *Client) replaying(ctx context.Context, req *request, out any) (int, err
 			continue
 		}
 		if err := checkResponse(req, resp); err != nil {
-			return resp.StatusCode, err
+			return resp.StatusCode, c.redactor(req, used).error(err)
 		}
-		return resp.StatusCode, c.decode(req, resp, out)
+		if err := c.decode(req, resp, out); err != nil {
+			return resp.StatusCode, c.redactor(req, used).error(err)
+		}
+		return resp.StatusCode, nil
 	}
 }
 
@@ -228,6 +284,8 @@ func checkResponse(req *request, resp *http.Response) error {
 		e.Reason, e.Message = *w.Reason, w.ErrorMessage
 	case w.Error != nil && *w.Error != "":
 		e.Reason, e.Message = *w.Error, w.ErrorDescription
+	case req.secret:
+		e.BodyLength = int64(len(body))
 	default:
 		e.Body = body[:min(len(body), maxErrorBody)]
 	}
@@ -263,12 +321,21 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	if err == nil {
 		return nil
 	}
-	return &DecodeError{
+	e := &DecodeError{
 		Method: req.method, Path: req.path, StatusCode: resp.StatusCode,
 		ContentType: truncate(resp.Header.Get("Content-Type"), maxContentType),
 		Body:        body.start(),
 		Err:         err,
 	}
+	if req.secret {
+		// Withheld, but measured, so that the text can say what came back.
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, maxErrorBodyRead))
+		e.BodyLength = c.maxBody - body.left
+		if resp.ContentLength > e.BodyLength {
+			e.BodyLength = resp.ContentLength
+		}
+	}
+	return e
 }
 
 func decodeJSON(r io.Reader, out any) error {
@@ -280,6 +347,9 @@ func decodeJSON(r io.Reader, out any) error {
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {
 		if err == io.EOF {
+			if _, ok := out.(*emptyAnswer); ok {
+				return nil
+			}
 			return errors.New("empty body")
 		}
 		return err

@@ -114,15 +114,6 @@ type Config struct {
 // minSharedStoreKey is the shortest Config.SharedStoreKey accepted.
 const minSharedStoreKey = 32
 
-const redacted = "REDACTED"
-
-func redact(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return redacted
-}
-
 // withDefaults returns c as a Client built from it behaves: the zero fields
 // that have a default set to it, and a negative MaxRetries (never retry) as 0.
 // RefreshMargin is left as is: its default depends on each token's lifetime.

@@ -65,6 +65,12 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 		UserAgent:    get(EnvUserAgent),
 		UnsetMarker:  get(EnvUnsetMarker),
 	}
+	parse(EnvUserAgent, "a value an HTTP header can carry", func(v string) error {
+		if !headerValueSafe(v) {
+			return ErrInvalidArgument
+		}
+		return nil
+	})
 	parse(EnvMaxRetries, "an integer", func(v string) (err error) {
 		cfg.MaxRetries, err = strconv.Atoi(v)
 		return err

@@ -67,12 +67,18 @@ type APIError struct {
 	Method     string
 	Path       string // below the path prefix, escaped, without the query string
 	Body       []byte // raw body (truncated) when it was not the documented shape
+	// BodyLength is the length of a body that was not kept because the
+	// route's answers can carry credentials (the token and authenticate
+	// routes), as far as it was read; 0 otherwise.
+	BodyLength int64
 
 	// Header holds the answer's headers, without Set-Cookie and any other
-	// that can carry a credential (see answerMeta).
+	// that can carry a credential by name, each value redacted of the
+	// credentials the request carried, URLs without their query.
 	Header http.Header
 	// RequestID is the answer's request id (X-Request-Id or the like),
-	// when the service or a proxy sent one: quote it to support.
+	// when the service or a proxy sent one of at most 128 bytes of
+	// [A-Za-z0-9._:/+=-]: quote it to support.
 	RequestID string
 	// RetryAfter is the wait the answer's Retry-After asked for, 0 when
 	// none.
@@ -81,6 +87,8 @@ type APIError struct {
 
 // Error names the operation, the status and the service's reason and message,
 // for example "management: GET /users/u-1: 404 COMMON.ENTITY_NOT_FOUND: User u-1 was not found".
+// Control characters of the service's texts are escaped, so that the text
+// is one line whatever the service sent.
 func (e *APIError) Error() string {
 	var b strings.Builder
 	b.WriteString("management: ")
@@ -92,15 +100,16 @@ func (e *APIError) Error() string {
 	switch {
 	case e.Reason != "":
 		b.WriteByte(' ')
-		b.WriteString(e.Reason)
+		b.WriteString(escape(e.Reason))
 	case http.StatusText(e.StatusCode) != "":
 		b.WriteByte(' ')
 		b.WriteString(http.StatusText(e.StatusCode))
 	}
 	if e.Message != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Message)
+		b.WriteString(escape(e.Message))
 	}
+	writeWithheld(&b, e.Body, e.BodyLength, e.Header.Get("Content-Type"))
 	writeRequestID(&b, e.RequestID)
 	return b.String()
 }
@@ -142,6 +151,9 @@ type TokenError struct {
 	StatusCode  int
 	Code        string // "invalid_client", "unsupported_grant_type", ...; "" without the OAuth 2.0 shape
 	Description string
+	// BodyLength is the length of the body, which is never kept, as far
+	// as it was read, when the answer had no OAuth 2.0 shape; 0 otherwise.
+	BodyLength int64
 
 	// Header, RequestID and RetryAfter describe the answer as on APIError.
 	Header     http.Header
@@ -157,16 +169,17 @@ func (e *TokenError) Error() string {
 	b.WriteString(strconv.Itoa(e.StatusCode))
 	switch {
 	case e.Code != "":
-		b.WriteString(" " + e.Code)
+		b.WriteString(" " + escape(e.Code))
 	case http.StatusText(e.StatusCode) != "":
 		b.WriteString(" " + http.StatusText(e.StatusCode))
 	}
 	switch {
 	case e.Description != "":
-		b.WriteString(": " + e.Description)
+		b.WriteString(": " + escape(e.Description))
 	case e.Code == "":
 		b.WriteString(": not an answer of the token endpoint; check Config.BaseURL and Config.PathPrefix")
 	}
+	writeWithheld(&b, nil, e.BodyLength, e.Header.Get("Content-Type"))
 	writeRequestID(&b, e.RequestID)
 	return b.String()
 }
@@ -175,9 +188,23 @@ func (e *TokenError) Error() string {
 func writeRequestID(b *strings.Builder, id string) {
 	if id != "" {
 		b.WriteString(" (request id ")
-		b.WriteString(id)
+		b.WriteString(escape(id))
 		b.WriteByte(')')
 	}
+}
+
+// writeWithheld says that a body of n bytes and the given Content-Type was
+// not kept, when body is nil and n is not 0.
+func writeWithheld(b *strings.Builder, body []byte, n int64, contentType string) {
+	if body != nil || n <= 0 {
+		return
+	}
+	media, _, _ := strings.Cut(contentType, ";")
+	media = strings.TrimSpace(media)
+	if media == "" {
+		media = "no Content-Type"
+	}
+	fmt.Fprintf(b, "; body withheld (%s, %d bytes)", escape(truncate(media, maxContentType)), n)
 }
 
 // Is reports whether e stands for target: ErrInvalidClient or
@@ -205,15 +232,18 @@ type DecodeError struct {
 	// ContentType is the answer's Content-Type header, its first 128 bytes.
 	ContentType string
 	// Body is the start of the body, at most 256 bytes, as far as the
-	// decoder read it. It is nil for the token and authenticate
-	// endpoints, whose answers can carry tokens.
-	Body []byte
-	Err  error
+	// decoder read it, redacted. It is nil for the token and authenticate
+	// endpoints, whose answers can carry tokens: BodyLength then says how
+	// long it was.
+	Body       []byte
+	BodyLength int64
+	Err        error
 }
 
 // Error names the operation, the status, the content type and the cause,
 // then quotes the start of the body, for example
-// `management: GET /users/u-1: 200 response (Content-Type "text/html"): invalid character '<' looking for beginning of value; body starts "<html>"`.
+// `management: GET /users/u-1: 200 response (Content-Type "text/html"): invalid character '<' looking for beginning of value; body starts "<html>"; check Config.BaseURL and Config.PathPrefix`,
+// or says that it was withheld, for example `body withheld (text/html, 1234 bytes)`.
 func (e *DecodeError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "management: %s %s: %d response", e.Method, e.Path, e.StatusCode)
@@ -221,16 +251,38 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, " (Content-Type %q)", truncate(e.ContentType, maxContentType))
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", unprefixed{e.Err})
+		fmt.Fprintf(&b, ": %s", escape(unprefixed{e.Err}.Error()))
 	}
 	if len(e.Body) > 0 {
 		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
+	}
+	writeWithheld(&b, e.Body, e.BodyLength, e.ContentType)
+	if e.htmlPage() {
+		b.WriteString("; check Config.BaseURL and Config.PathPrefix")
 	}
 	return b.String()
 }
 
 // Unwrap returns the decoding or reading error.
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Is reports whether e stands for ErrMisconfigured: an HTML page answered
+// where the API answers JSON, as a website does at a wrong Config.BaseURL.
+func (e *DecodeError) Is(target error) bool { return target == ErrMisconfigured && e.htmlPage() }
+
+// htmlPage reports whether the answer was an HTML page, by its
+// Content-Type, or without one by the start of its body.
+func (e *DecodeError) htmlPage() bool {
+	media, _, _ := strings.Cut(e.ContentType, ";")
+	switch strings.ToLower(strings.TrimSpace(media)) {
+	case "text/html", "application/xhtml+xml":
+		return true
+	case "", "text/plain":
+		body := strings.TrimSpace(string(e.Body))
+		return strings.HasPrefix(body, "<!") || strings.HasPrefix(strings.ToLower(body), "<html")
+	}
+	return false
+}
 
 // TransportError reports a request that got no usable HTTP answer: the
 // connection failed on every attempt, or the context ended. Err never holds
@@ -253,7 +305,7 @@ func (e *TransportError) Error() string {
 		fmt.Fprintf(&b, "no answer after %d attempt(s)", e.Attempts)
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", unprefixed{e.Err})
+		fmt.Fprintf(&b, ": %s", escape(unprefixed{e.Err}.Error()))
 	}
 	return b.String()
 }
@@ -304,7 +356,7 @@ func (e *InvalidTokenError) Error() string {
 	if e.Response == nil {
 		return ErrInvalidToken.Error()
 	}
-	return fmt.Sprintf("%s: %d %s", ErrInvalidToken.Error(), e.Response.HTTPCode, e.Response.HTTPBody.Reason)
+	return fmt.Sprintf("%s: %d %s", ErrInvalidToken.Error(), e.Response.HTTPCode, escape(e.Response.HTTPBody.Reason))
 }
 
 // Is reports whether target is ErrInvalidToken.
@@ -344,51 +396,3 @@ func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), er
 
 // Unwrap returns the wrapped error.
 func (e unprefixed) Unwrap() error { return e.err }
-
-// requestIDHeaders are where services and proxies put a request's id.
-var requestIDHeaders = [...]string{"X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Amzn-Requestid", "X-Amz-Request-Id", "X-Trace-Id"}
-
-// maxRequestID bounds APIError.RequestID: a hostile answer could send anything.
-const maxRequestID = 128
-
-// answerMeta is what an error tells of the answer beside its body: its
-// headers without those that can carry a credential (cookies, anything
-// named for authentication, a token, a key, a secret, a session or a
-// signature), its request id, and the wait Retry-After asked for.
-func answerMeta(h http.Header, now time.Time) (safe http.Header, requestID string, retryAfter time.Duration) {
-	safe = make(http.Header, len(h))
-	for name, values := range h {
-		if !credentialLike(name) {
-			safe[name] = append([]string(nil), values...)
-		}
-	}
-	for _, name := range requestIDHeaders {
-		if v := h.Get(name); v != "" && printableASCII(v) {
-			requestID = truncate(v, maxRequestID)
-			break
-		}
-	}
-	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok && d > 0 {
-		retryAfter = d
-	}
-	return safe, requestID, retryAfter
-}
-
-func credentialLike(name string) bool {
-	n := strings.ToLower(name)
-	for _, word := range []string{"cookie", "auth", "token", "secret", "key", "session", "signature", "credential"} {
-		if strings.Contains(n, word) {
-			return true
-		}
-	}
-	return false
-}
-
-func printableASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] < ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}

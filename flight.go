@@ -2,6 +2,8 @@ package management
 
 import (
 	"context"
+	"log/slog"
+	"runtime/debug"
 	"time"
 )
 
@@ -15,20 +17,108 @@ type flight[T any] struct {
 	err  error
 }
 
+// flightHost is what a flight needs of its owner to contain the code it
+// hosts (a RoundTripper, a TokenSource, a SharedStore, Observer hooks),
+// which runs in the flight's goroutine, where no caller's recover reaches.
+type flightHost struct {
+	what   string       // names the call in errors and logs: "End User token check"
+	logger *slog.Logger // nil: discards
+	// redactor returns the redactor of the credentials the call handles,
+	// for a panic's value; nil: a redactor of none.
+	redactor func() *redactor
+	// sentinel is wrapped by the error of a call that panicked or outlived
+	// its timeout (ErrAuthenticationUnavailable for a check); nil: none.
+	sentinel error
+}
+
+// abandonGrace is how long a flight waits, past its timeout, for a call
+// that is returning before it leaves it behind.
+const abandonGrace = 100 * time.Millisecond
+
 // startFlight runs call in a goroutine of its own, detached from the
 // cancellation of ctx (a caller that gives up does not fail the others)
-// but bounded by timeout, and returns the flight to wait on. call does its
-// own bookkeeping (storing its result under its owner's lock) before it
-// returns: waiters are woken after that.
-func startFlight[T any](ctx context.Context, timeout time.Duration, call func(context.Context) (T, error)) *flight[T] {
+// but bounded by timeout, and returns the flight to wait on.
+//
+// The flight fails closed: when call panics, its waiters get an error (the
+// panic is logged once, at Error, with its stack and its value redacted),
+// never a zero value and a nil error, and the process lives on; when call
+// outlives timeout (code that ignores its context), its waiters get an
+// error at the timeout and call is left behind, logged. Either way finish,
+// when not nil, records the outcome under its owner's lock before the
+// waiters are woken; release, when not nil, runs once call's goroutine has
+// returned, however late, so that an owner can bound the calls still
+// running.
+func startFlight[T any](ctx context.Context, h flightHost, timeout time.Duration, call func(context.Context) (T, error),
+	finish func(context.Context, T, error), release func()) *flight[T] {
 	f := &flight[T]{done: make(chan struct{})}
 	go func() {
-		defer close(f.done)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		f.val, f.err = call(ctx)
+		type outcome struct {
+			val T
+			err error
+		}
+		out := make(chan outcome, 1)
+		go func() {
+			if release != nil {
+				defer release()
+			}
+			defer func() {
+				if p := recover(); p != nil {
+					out <- outcome{err: h.panicked(ctx, p)}
+				}
+			}()
+			v, err := call(ctx)
+			out <- outcome{v, err}
+		}()
+		var o outcome
+		select {
+		case o = <-out:
+		case <-ctx.Done():
+			grace := time.NewTimer(abandonGrace)
+			select {
+			case o = <-out:
+			case <-grace.C:
+				o.err = h.abandoned(ctx)
+			}
+			grace.Stop()
+		}
+		f.val, f.err = o.val, o.err
+		if finish != nil {
+			finish(ctx, o.val, o.err)
+		}
+		close(f.done)
 	}()
 	return f
+}
+
+// panicked logs a panic of the hosted code and returns the waiters' error.
+func (h flightHost) panicked(ctx context.Context, p any) error {
+	r := &redactor{}
+	if h.redactor != nil {
+		r = h.redactor()
+	}
+	if h.logger != nil {
+		h.logger.LogAttrs(ctx, slog.LevelError, "management: code hosted by the SDK panicked; its callers get an error",
+			slog.String("call", h.what), slog.String("panic", r.panicText(p)), slog.String("stack", string(debug.Stack())))
+	}
+	if h.sentinel != nil {
+		return errorf("%w: the %s panicked (logged)", h.sentinel, h.what)
+	}
+	return errorf("the %s panicked (logged)", h.what)
+}
+
+// abandoned logs a call left running past its timeout and returns the
+// waiters' error.
+func (h flightHost) abandoned(ctx context.Context) error {
+	if h.logger != nil {
+		h.logger.LogAttrs(ctx, slog.LevelWarn, "management: a call ignored its deadline; its callers were answered, the call is left running",
+			slog.String("call", h.what))
+	}
+	if h.sentinel != nil {
+		return errorf("%w: the %s did not end by its deadline: %w", h.sentinel, h.what, ctx.Err())
+	}
+	return errorf("the %s did not end by its deadline: %w", h.what, ctx.Err())
 }
 
 // wait returns the flight's result, or ctx's error if ctx ends first.

@@ -12,10 +12,10 @@ func TestFlightWaitersAreBoundedByTheirOwnContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		caller, cancelCaller := context.WithCancel(context.Background())
-		f := startFlight(caller, time.Minute, func(ctx context.Context) (int, error) {
+		f := startFlight(caller, flightHost{what: "test"}, time.Minute, func(ctx context.Context) (int, error) {
 			<-release
 			return 42, ctx.Err()
-		})
+		}, nil, nil)
 		impatient, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if _, err := f.wait(impatient); !errors.Is(err, context.DeadlineExceeded) {
@@ -32,10 +32,10 @@ func TestFlightWaitersAreBoundedByTheirOwnContext(t *testing.T) {
 func TestFlightTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := startFlight(context.Background(), 5*time.Second, func(ctx context.Context) (int, error) {
+		f := startFlight(context.Background(), flightHost{what: "test"}, 5*time.Second, func(ctx context.Context) (int, error) {
 			<-ctx.Done()
 			return 0, ctx.Err()
-		})
+		}, nil, nil)
 		if _, err := f.wait(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v; want the flight's timeout", err)
 		}

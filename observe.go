@@ -29,6 +29,10 @@ import (
 // Client's Observer.
 //
 // Hooks may be called from several goroutines at once and must not block.
+// A hook that panics in a goroutine of the SDK's own (a token request, an
+// Authenticator's check) fails that call, logged; it never takes the
+// process down. Every error a hook receives has been redacted (see
+// APIError).
 // The SDK never passes a token, a secret or a body to a hook; ids are only
 // in Operation.PathValues, which an observer should record only when its
 // user asks for it.

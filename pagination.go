@@ -141,7 +141,9 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 			case next == nil:
 				return
 			case ahead != nil:
-				cur, ahead = <-ahead, nil
+				if cur, ahead = <-ahead, nil; cur.panicked != nil {
+					panic(cur.panicked)
+				}
 			default:
 				cur = l.fetchResult(ctx, next)
 			}
@@ -151,9 +153,10 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 
 // pageResult is one fetched page, or why it could not be fetched.
 type pageResult[T any] struct {
-	items []T
-	next  string
-	err   error
+	items    []T
+	next     string
+	err      error
+	panicked any // a panic of the prefetch, raised again in the ranging goroutine
 }
 
 func (l list[W, T]) fetchResult(ctx context.Context, op *request) pageResult[T] {
@@ -164,7 +167,17 @@ func (l list[W, T]) fetchResult(ctx context.Context, op *request) pageResult[T] 
 // fetchAhead fetches a page in the background; the channel delivers it.
 func (l list[W, T]) fetchAhead(ctx context.Context, op *request) <-chan pageResult[T] {
 	ch := make(chan pageResult[T], 1)
-	go func() { ch <- l.fetchResult(ctx, op) }()
+	go func() {
+		// Hosted code (a RoundTripper, a TokenSource, a hook) may panic: the
+		// panic goes to the loop's goroutine, as it would without Prefetch,
+		// rather than kill the process from this one.
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- pageResult[T]{panicked: p}
+			}
+		}()
+		ch <- l.fetchResult(ctx, op)
+	}()
 	return ch
 }
 

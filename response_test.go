@@ -37,14 +37,18 @@ func TestMaxResponseBytesAtEveryValue(t *testing.T) {
 		{1, body, true, ""},
 	}
 	for _, tt := range tests {
-		// discard: DisassociateThing, whose answer is read to its end and
-		// dropped; otherwise Users.Get, whose answer is decoded.
+		// discard: DisassociateThing, whose answer must be empty (here {}
+		// padded with white space to the same length); otherwise
+		// Users.Get, whose answer is decoded.
 		for _, discard := range []bool{false, true} {
 			t.Run(fmt.Sprintf("limit %d body %d discard %t", tt.limit, len(tt.body), discard), func(t *testing.T) {
 				c, mt := setup(t, Config{MaxResponseBytes: tt.limit})
 				answer := func(r *http.Request) (*http.Response, error) {
 					testAPIHeaders(t, r)
 					testBody(t, r, "")
+					if discard {
+						return httpmock.NewStringResponse(200, "{"+strings.Repeat(" ", len(tt.body)-2)+"}"), nil
+					}
 					return httpmock.NewStringResponse(200, tt.body), nil
 				}
 				mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", answer)
@@ -103,7 +107,7 @@ func TestDecodeErrorSaysWhatCameBack(t *testing.T) {
 		{"HTML 200", "text/html; charset=utf-8", "<html>ok</html>", 0,
 			DecodeError{ContentType: "text/html; charset=utf-8", Body: []byte("<html>ok</html>")},
 			"invalid character '<' looking for beginning of value",
-			`management: GET /users/u-1: 200 response (Content-Type "text/html; charset=utf-8"): invalid character '<' looking for beginning of value; body starts "<html>ok</html>"`},
+			`management: GET /users/u-1: 200 response (Content-Type "text/html; charset=utf-8"): invalid character '<' looking for beginning of value; body starts "<html>ok</html>"; check Config.BaseURL and Config.PathPrefix`},
 		{"truncated", "application/json", `{"id":"u-1","email":`, 0,
 			DecodeError{ContentType: "application/json", Body: []byte(`{"id":"u-1","email":`)},
 			"unexpected EOF",

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -64,7 +65,7 @@ func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token
 		if _, ours := err.(*TransportError); !ours {
 			err = &TransportError{Method: req.method, Path: req.path, Attempts: x.attempts, Err: withoutURL(err)}
 		}
-		return nil, nil, err
+		return nil, x.token, err // the token of the last attempt, for its redactor
 	}
 	return resp, x.token, nil
 }
@@ -133,7 +134,8 @@ func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err erro
 	x.req.waited += wait
 	x.client.observeRetry(ctx, x.req, RetryInfo{Attempt: x.attempts, Status: status, Wait: wait})
 	if err != nil {
-		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait), slog.String("error", withoutURL(err).Error()))
+		text := escape(x.client.redactor(x.req, x.token).text(withoutURL(err).Error()))
+		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait), slog.String("error", text))
 	} else {
 		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait))
 	}
@@ -174,6 +176,9 @@ func (x *exchange) prepareRetry(req *http.Request) error {
 // retry cannot mend), 429, 500, 502, 503 and 504.
 func retryable(resp *http.Response, err error) bool {
 	if err != nil {
+		if refusedToSend(err) {
+			return false
+		}
 		var unknownCA x509.UnknownAuthorityError
 		var verify *tls.CertificateVerificationError
 		var hostname x509.HostnameError
@@ -183,6 +188,20 @@ func retryable(resp *http.Response, err error) bool {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
+	}
+	return false
+}
+
+// refusedToSend reports whether net/http refused to send the request at
+// all (a header value or name it cannot carry, a method or URL it cannot
+// write): the same request would be refused again, so it is no connection
+// failure to retry. net/http says so only in its error's text.
+func refusedToSend(err error) bool {
+	msg := withoutURL(err).Error()
+	for _, s := range []string{"net/http: invalid header field", "net/http: invalid method", "unsupported protocol scheme", "http: no Host in request URL", "net/http: nil Request"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
 	}
 	return false
 }
@@ -251,7 +270,8 @@ func (x *exchange) noteDeprecation(ctx context.Context, h http.Header) {
 	if _, seen := x.client.deprecated.LoadOrStore(key, struct{}{}); seen {
 		return
 	}
+	r := x.client.redactor(x.req, x.token) // the values come from outside
 	x.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
 		slog.String("method", key.method), slog.String("route", key.route),
-		slog.String("deprecation", truncate(deprecation, 64)), slog.String("sunset", truncate(sunset, 64)))
+		slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
 }

@@ -124,7 +124,7 @@ func (t *ThingDetails) validate() error {
 }
 
 func (s *ThingsService) list() list[thingsPage, Thing] {
-	return list[thingsPage, Thing]{client: s.client, path: "/things", contents: (*thingsPage).contents}
+	return list[thingsPage, Thing]{client: s.c(), path: "/things", contents: (*thingsPage).contents}
 }
 
 // List iterates over the Things, page after page, exactly as
@@ -156,8 +156,8 @@ func (s *ThingsService) Get(ctx context.Context, physicalID string) (*ThingDetai
 		return nil, err
 	}
 	var t ThingDetails
-	req := s.client.newRequest(http.MethodGet, "/things/"+id, "", nil).named("/things/{thing_physical_id}", physicalID)
-	if _, err := s.client.do(ctx, req, &t); err != nil {
+	req := s.c().newRequest(http.MethodGet, "/things/"+id, "", nil).named("/things/{thing_physical_id}", physicalID)
+	if _, err := s.c().do(ctx, req, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -175,13 +175,13 @@ func (s *ThingsService) Update(ctx context.Context, physicalID string, u ThingUp
 	if err != nil {
 		return nil, err
 	}
-	body, err := u.encode(s.client.unsetMarker)
+	body, err := u.encode(s.c().unsetMarker)
 	if err != nil {
 		return nil, err
 	}
 	var t ThingDetails
-	req := s.client.newRequest(http.MethodPatch, "/things/"+id, "", body).named("/things/{thing_physical_id}", physicalID)
-	if _, err := s.client.do(ctx, req, &t); err != nil {
+	req := s.c().newRequest(http.MethodPatch, "/things/"+id, "", body).named("/things/{thing_physical_id}", physicalID)
+	if _, err := s.c().do(ctx, req, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // EmailVerificationStatus is the state of a User's email verification.
@@ -116,7 +117,7 @@ func (u *UserDetails) validate() error {
 }
 
 func (s *UsersService) list() list[usersPage, User] {
-	return list[usersPage, User]{client: s.client, path: "/users", contents: (*usersPage).contents}
+	return list[usersPage, User]{client: s.c(), path: "/users", contents: (*usersPage).contents}
 }
 
 // List iterates over the Users, page after page, in the order opts asks
@@ -163,24 +164,26 @@ func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, er
 		return nil, err
 	}
 	var u UserDetails
-	req := s.client.newRequest(http.MethodGet, "/users/"+id, "", nil).named("/users/{user_id}", userID)
-	if _, err := s.client.do(ctx, req, &u); err != nil {
+	req := s.c().newRequest(http.MethodGet, "/users/"+id, "", nil).named("/users/{user_id}", userID)
+	if _, err := s.c().do(ctx, req, &u); err != nil {
 		return nil, err
 	}
 	return &u, nil
 }
 
 // pathSegment escapes an identifier as one path segment, so that "/", "?",
-// "#", "%", ";" and spaces reach the service as part of it. Empty
-// identifiers are refused, and so are those a server could resolve as a dot
+// "#", "%", ";" and spaces reach the service as part of it. Empty and
+// white-space-only identifiers are refused, and so are those a server could resolve as a dot
 // segment, and so climb out of the resource's path: ".", "..", "..;x" (a
 // servlet container drops the ";x" path parameter), and any identifier that
 // holds such a part between slashes or backslashes, as given or
 // percent-decoded, since some proxies decode %2F before they resolve dot
 // segments (see dotSegment and decodings).
 func pathSegment(name, id string) (string, error) {
-	if id == "" {
-		return "", errorf("%w: %s is empty", ErrInvalidArgument, name)
+	if strings.TrimSpace(id) == "" {
+		// Only white space is no identifier: the service would answer 404
+		// or 405 for a path that names no resource.
+		return "", errorf("%w: %s is empty or only white space", ErrInvalidArgument, name)
 	}
 	if dotIdentifier(id) {
 		return "", errorf("%w: %s %.80q could be resolved as a dot segment", ErrInvalidArgument, name, id)

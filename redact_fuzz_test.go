@@ -1,0 +1,200 @@
+package management
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzRedaction embeds a credential (the client secret, the Basic
+// credentials, the management token or the End User token, each derived
+// from the input) in one of the encodings an echo takes, at an offset of
+// a filler text, into every text an answer can carry: the reason and
+// message, the OAuth error and description, a kept body (also cut at its
+// limit), every kept header, a transport error. No output may hold it:
+// Error(), the error's fields and headers, the log records, the Observer's
+// hook arguments. Its seeds (testdata/fuzz/FuzzRedaction) run in every
+// go test.
+func FuzzRedaction(f *testing.F) {
+	f.Add("k3yM4terial", uint8(0), uint8(0), uint16(3), "plain filler text")
+	f.Add("s+cr/t=value", uint8(1), uint8(1), uint16(0), "")
+	f.Fuzz(func(t *testing.T, material string, which, encoding uint8, offset uint16, filler string) {
+		creds := fuzzCredentials(material)
+		secret := creds[which%uint8(len(creds))]
+		enc := fuzzEncodings[int(encoding)%len(fuzzEncodings)]
+		echo := enc.encode(secret)
+		at := int(offset) % (len(filler) + 1)
+		text := filler[:at] + echo + filler[at:]
+		for _, out := range fuzzOutputs(t, creds, int(which)%len(creds), text) {
+			if strings.Contains(out, secret) || strings.Contains(out, echo) {
+				t.Fatalf("credential %q, encoded %s as %q, survives in:\n%s", secret, enc.name, echo, out)
+			}
+		}
+	})
+}
+
+// fuzzCredentials derives the four credentials from material: each at least
+// 8 bytes of a token's alphabet, marked so that no text of the SDK's own
+// holds one.
+func fuzzCredentials(material string) []string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/="
+	var b strings.Builder
+	for i := range len(material) {
+		b.WriteByte(alphabet[int(material[i])%len(alphabet)])
+	}
+	m := b.String()
+	for len(m) < 8 {
+		m += "Q7"
+	}
+	m = truncate(m, 40)
+	secret, token, eu := "C5"+m+" s", "M7"+m, "E3"+m
+	basic := base64.StdEncoding.EncodeToString([]byte(fuzzID + ":" + secret))
+	return []string{secret, basic, "Basic " + basic, token, "Bearer " + token, eu, "Bearer " + eu}
+}
+
+const fuzzID = "fuzz-client"
+
+// fuzzEncodings are the spellings of an echo.
+var fuzzEncodings = []struct {
+	name   string
+	encode func(string) string
+}{
+	{"raw", func(s string) string { return s }},
+	{"base64", func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }},
+	{"base64 unpadded", func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }},
+	{"base64 URL-safe", func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }},
+	{"base64 URL-safe unpadded", func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }},
+	{"query escape", url.QueryEscape},
+	{"path escape", url.PathEscape},
+	{"percent lower case", func(s string) string { return strings.ToLower(percentAll(s)) }},
+	{"percent upper case", percentAll},
+	{"JSON", func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) }},
+	{"JSON escaped slash", func(s string) string {
+		b, _ := json.Marshal(s)
+		return strings.ReplaceAll(string(b[1:len(b)-1]), "/", `\/`)
+	}},
+	{"JSON \\u", func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		return b.String()
+	}},
+	{"HTML escape", html.EscapeString},
+	{"HTML decimal entities", func(s string) string {
+		var b strings.Builder
+		for i := range len(s) {
+			fmt.Fprintf(&b, "&#%d;", s[i])
+		}
+		return b.String()
+	}},
+	{"HTML hex entities", htmlAll},
+	{"quoted", strconv.Quote},
+}
+
+// fuzzOutputs makes the Client meet text in every outside field of the
+// answers to the calls that carry creds[which] (each redactor is bound to
+// the credentials of its attempt), and returns what it left where anyone
+// could read it.
+func fuzzOutputs(t *testing.T, creds []string, which int, text string) []string {
+	header := func(h http.Header) {
+		for _, name := range []string{"X-Echo", "Warning", "X-Request-Id", "Deprecation", "Sunset"} {
+			h.Set(name, text)
+		}
+		h.Set("Location", "/elsewhere/"+url.PathEscape(text)+"?q="+url.QueryEscape(text))
+	}
+	jsonText, _ := json.Marshal(text)
+	answer := func(r *http.Request, status int, contentType, body string) *http.Response {
+		h := http.Header{}
+		header(h)
+		h.Set("Content-Type", contentType+"; x="+text)
+		return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: r}
+	}
+	tokenAnswer := func(r *http.Request) *http.Response {
+		return answerJSON(r, 200, `{"access_token":"`+creds[3]+`","token_type":"Bearer","expires_in":600}`)
+	}
+	routes := map[string]func(*http.Request) (*http.Response, error){
+		"/users/reason": func(r *http.Request) (*http.Response, error) {
+			return answer(r, 400, "application/json", `{"reason":`+string(jsonText)+`,"error_message":`+string(jsonText)+`}`), nil
+		},
+		"/users/body": func(r *http.Request) (*http.Response, error) {
+			return answer(r, 503, "text/plain", text), nil
+		},
+		"/users/cut": func(r *http.Request) (*http.Response, error) {
+			return answer(r, 400, "text/plain", strings.Repeat("x", maxErrorBody-min(len(text), maxErrorBody)/2)+text), nil
+		},
+		"/users/decode": func(r *http.Request) (*http.Response, error) {
+			return answer(r, 200, "text/plain", strings.Repeat("y", maxDecodeErrorBody-min(len(text), maxDecodeErrorBody)/2)+text), nil
+		},
+		"/users/redirect": func(r *http.Request) (*http.Response, error) { return answer(r, 302, "text/plain", ""), nil },
+		"/users/transport": func(r *http.Request) (*http.Response, error) {
+			return nil, errors.New("proxy says " + text)
+		},
+		"/authenticate": func(r *http.Request) (*http.Response, error) {
+			return answer(r, 400, "application/json", `{"reason":`+string(jsonText)+`,"error_message":`+string(jsonText)+`}`), nil
+		},
+	}
+	var outs []string
+	logs := &logBuffer{}
+	obs := &Observer{OperationDone: func(_ context.Context, _ Operation, r OperationResult) {
+		if r.Err != nil {
+			outs = append(outs, r.Err.Error())
+		}
+	}}
+	client := func(token func(*http.Request) *http.Response) *Client {
+		c, err := NewClient(Config{BaseURL: mockBaseURL, ClientID: fuzzID, ClientSecret: creds[0], MaxRetries: -1, Observer: obs,
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				p := strings.TrimPrefix(r.URL.Path, defaultPathPrefix)
+				if p == "/auth/token" {
+					return token(r), nil
+				}
+				return routes[p](r)
+			})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var errs []error
+	c := client(tokenAnswer)
+	if which < 5 { // the client credentials and the management token
+		for _, id := range []string{"reason", "body", "cut", "decode", "redirect", "transport"} {
+			_, err := c.Users.Get(context.Background(), id)
+			errs = append(errs, err)
+		}
+	}
+	_, err := c.Authenticate(context.Background(), creds[6]) // every credential
+	errs = append(errs, err)
+	for _, token := range []func(*http.Request) *http.Response{
+		func(r *http.Request) *http.Response {
+			return answer(r, 401, "application/json", `{"error":`+string(jsonText)+`,"error_description":`+string(jsonText)+`}`)
+		},
+		func(r *http.Request) *http.Response { return answer(r, 200, "text/html", "<html>"+text+"</html>") },
+		func(r *http.Request) *http.Response { return answer(r, 502, "text/html", text) },
+	} {
+		if which >= 3 { // the token request carries the client credentials only
+			break
+		}
+		_, err := client(token).Users.Get(context.Background(), "reason")
+		errs = append(errs, err)
+	}
+	for _, err := range errs {
+		if err == nil {
+			t.Fatal("a call succeeded; want every one to fail")
+		}
+		run := &xechoRun{err: err, logs: &logBuffer{}}
+		outs = append(outs, run.texts()...)
+	}
+	return append(outs, logs.String())
+}
