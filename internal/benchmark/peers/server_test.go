@@ -108,9 +108,9 @@ type server struct {
 	authCalls     atomic.Int64
 	apiCalls      atomic.Int64 // every request but the token endpoint's
 
-	lifetime   int                     // expires_in, seconds
-	generation atomic.Int64            // the token issued last is "peer-token-<generation>"
-	current    atomic.Pointer[string]  // "Bearer peer-token-<generation>"; nil before the first
+	lifetime   int                      // expires_in, seconds
+	generation atomic.Int64             // the token issued last is "peer-token-<generation>"
+	current    atomic.Pointer[string]   // "Bearer peer-token-<generation>"; nil before the first
 	token      atomic.Pointer[response] // the token endpoint's answer for the current generation
 	fault      atomic.Pointer[func(http.ResponseWriter, *http.Request) bool]
 
