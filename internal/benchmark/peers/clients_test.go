@@ -34,9 +34,7 @@ func newTransport(tb testing.TB, idle int) *http.Transport {
 
 func newSDK(tb testing.TB, s *server, hc *http.Client) *management.Client {
 	tb.Helper()
-	c, err := management.NewClient(management.Config{
-		BaseURL: s.URL, ClientID: clientID, ClientSecret: clientSecret, HTTPClient: hc,
-	})
+	c, err := sdkSetup(s.URL, hc)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -88,21 +86,31 @@ type generated struct {
 // timeout being the Timeout of the http.Client x/oauth2 makes.
 func newGenerated(tb testing.TB, s *server, t http.RoundTripper, shim bool, timeout time.Duration) *generated {
 	tb.Helper()
-	creds := &clientcredentials.Config{
-		ClientID: clientID, ClientSecret: clientSecret, TokenURL: s.URL + tokenPath,
-		AuthStyle: oauth2.AuthStyleInHeader, // the API takes Basic credentials only
-	}
 	if shim {
 		t = jsonGrant{t}
+	}
+	g, err := generatedSetup(s.URL, t, timeout)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// generatedSetup is what a user of the generated client writes to set it
+// up: x/oauth2's client credentials flow over transport t.
+func generatedSetup(baseURL string, t http.RoundTripper, timeout time.Duration) (*generated, error) {
+	creds := &clientcredentials.Config{
+		ClientID: clientID, ClientSecret: clientSecret, TokenURL: baseURL + tokenPath,
+		AuthStyle: oauth2.AuthStyleInHeader, // the API takes Basic credentials only
 	}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: t})
 	hc := creds.Client(ctx)
 	hc.Timeout = timeout
-	c, err := peerapi.NewClientWithResponses(s.URL, peerapi.WithHTTPClient(hc))
+	c, err := peerapi.NewClientWithResponses(baseURL, peerapi.WithHTTPClient(hc))
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	return &generated{ClientWithResponses: c, creds: creds}
+	return &generated{ClientWithResponses: c, creds: creds}, nil
 }
 
 // getUser is Users.Get with the generated client: a non-200 answer comes
@@ -215,8 +223,10 @@ type rawClient struct {
 	expires time.Time
 }
 
-func newRaw(s *server, t http.RoundTripper) *rawClient {
-	return &rawClient{http: &http.Client{Transport: t}, base: s.URL, id: clientID, secret: clientSecret}
+func newRaw(s *server, t http.RoundTripper) *rawClient { return rawSetup(s.URL, t) }
+
+func rawSetup(baseURL string, t http.RoundTripper) *rawClient {
+	return &rawClient{http: &http.Client{Transport: t}, base: baseURL, id: clientID, secret: clientSecret}
 }
 
 // token returns the Authorization value, fetching a token when there is
