@@ -23,6 +23,6 @@
 // port, a null body, an integer above 2^53 in custom settings, a timestamp
 // sent, the client printed with %v, and the lines of code each task takes.
 //
-// scripts/bench.sh -peers runs the benchmarks in interleaved rounds and
+// scripts/bench-peers.sh runs the benchmarks in interleaved rounds and
 // prints the ratios between the columns.
 package peers
