@@ -343,6 +343,9 @@ func decodeJSON(r io.Reader, out any) error {
 		_, err := io.Copy(io.Discard, r)
 		return err
 	}
+	if p, ok := out.(pageBody); ok { // a list's page (see pagination.go)
+		return p.decode(r)
+	}
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {

@@ -1,15 +1,19 @@
 package management
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"iter"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // OrderBy selects the column a list is ordered by.
@@ -226,7 +230,7 @@ func orderQuery(by OrderBy, dir Direction) string {
 // fetch requests one page and returns its items and next_page ("" when null).
 func (l list[W, T]) fetch(ctx context.Context, op *request) ([]T, string, error) {
 	var w W
-	if _, err := l.client.do(ctx, op, &w); err != nil {
+	if _, err := l.client.do(ctx, op, pageBody{&w}); err != nil {
 		return nil, "", err
 	}
 	items, next := l.contents(&w)
@@ -234,6 +238,47 @@ func (l list[W, T]) fetch(ctx context.Context, op *request) ([]T, string, error)
 		return items, "", nil
 	}
 	return items, *next, nil
+}
+
+// pageBody is the page that decodeJSON decodes into page, a pointer to a
+// list's wire page. A page holds no interface value, so json.Unmarshal
+// (which has no UseNumber) decodes it as the json.Decoder of decodeJSON
+// does; the body is read whole into a pooled buffer first. A Decoder grows
+// a buffer of its own by doubling, for every page: more than half of the
+// bytes a range allocated.
+type pageBody struct{ page any }
+
+// pageBuffers holds the buffers pages are read into; one larger than
+// maxPooledPage is left to the garbage collector.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledPage = 1 << 20
+
+// decode reads r to its end and decodes it into p.page, then lets the page
+// check what it got. An answer that does not decode is decoded again by
+// decodeJSON, whose error is the one every other answer gets ("empty
+// body", data after the JSON value).
+func (p pageBody) decode(r io.Reader) error {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledPage {
+			pageBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(buf.Bytes(), p.page); err != nil {
+		if derr := decodeJSON(bytes.NewReader(buf.Bytes()), p.page); derr != nil {
+			return derr
+		}
+		return err
+	}
+	if v, ok := p.page.(interface{ validate() error }); ok {
+		return v.validate()
+	}
+	return nil
 }
 
 // follow checks a next_page link, refuses one already followed in this run

@@ -1,6 +1,8 @@
 package management
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +14,11 @@ import (
 // is handed back as it is and becomes an *APIError, so that no credential
 // is sent, and no write replayed, anywhere but where Config says. hc itself
 // is left as it is: the caller may share it.
+//
+// hc.Timeout moves from the copy to keepRedirects, which applies it to each
+// attempt as a context deadline: net/http enforces a client's Timeout that
+// way only for its own transports, and for any other (keepRedirects is one)
+// with a timer, channels and a goroutine per request.
 func withoutRedirects(hc *http.Client) *http.Client {
 	var c http.Client
 	if hc != nil {
@@ -24,7 +31,8 @@ func withoutRedirects(hc *http.Client) *http.Client {
 	case next == nil:
 		next = http.DefaultTransport
 	}
-	c.Transport = keepRedirects{next}
+	c.Transport = keepRedirects{next: next, timeout: max(c.Timeout, 0)}
+	c.Timeout = 0
 	c.CheckRedirect = refuseRedirect
 	return &c
 }
@@ -37,10 +45,31 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 // layer would retry. Such a Location is emptied (net/http hands a 3xx with
 // an empty Location back as it is), so that the 3xx comes back like any
 // other.
-type keepRedirects struct{ next http.RoundTripper }
+//
+// With a timeout, it bounds each exchange, the reading of the answer's body
+// included, as http.Client.Timeout would: the deadline ends when the body
+// is closed.
+type keepRedirects struct {
+	next    http.RoundTripper
+	timeout time.Duration // 0: none
+}
 
 // RoundTrip sends req and keeps a redirect answer as it is.
 func (t keepRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.timeout > 0 {
+		ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+		resp, err := t.send(req.WithContext(ctx))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+		return resp, nil
+	}
+	return t.send(req)
+}
+
+func (t keepRedirects) send(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || !isRedirect(resp.StatusCode) {
 		return resp, err
@@ -51,6 +80,20 @@ func (t keepRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// cancelOnClose is an answer's body whose exchange had a deadline: closing
+// it releases the deadline's timer.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+// Close closes the body and ends its exchange's deadline.
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // CloseIdleConnections closes the idle connections of the transport below,

@@ -44,5 +44,8 @@
 //     time of this benchmark is the GCs' and means nothing.
 //
 // scripts/bench.sh runs them all with -count 6 and prints SDK against
-// baseline with benchstat.
+// baseline with benchstat. internal/benchmark/peers, a module of its own,
+// compares the SDK with what users would pick instead (a client generated
+// by oapi-codegen with x/oauth2, and a hand-written one);
+// scripts/bench-peers.sh runs it.
 package benchmark

@@ -94,3 +94,33 @@ func BenchmarkUsersGetInProcess(b *testing.B) {
 		}
 	})
 }
+
+// timeoutExtraAllocs is how many more allocations Users.Get may make when
+// Config.HTTPClient has a Timeout: the attempt's deadline (its context and
+// timer), the request carrying it, and the body wrapper that ends it. net/http's
+// own deadline for a client whose transport is not an *http.Transport (a
+// timer, two channels, a goroutine and their closures) took 18.
+const timeoutExtraAllocs = 6
+
+// TestUsersGetTimeoutAllocs holds what a Timeout on the caller's
+// http.Client adds to a Users.Get, through cannedTransport.
+func TestUsersGetTimeoutAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts vary under the race detector; .ci/run runs this test without it")
+	}
+	s := newBenchServer(t, 0, 600*time.Second)
+	ctx := context.Background()
+	allocs := func(timeout time.Duration) float64 {
+		sdk := newBenchSDK(t, s, &http.Client{Transport: cannedTransport{s}, Timeout: timeout})
+		return testing.AllocsPerRun(200, func() {
+			if u, err := sdk.Users.Get(ctx, benchUserID); err != nil || u.ID != benchUserID {
+				t.Fatalf("Get: %v", err)
+			}
+		})
+	}
+	without, with := allocs(0), allocs(30*time.Second)
+	t.Logf("allocs per call: %v without a Timeout, %v with one", without, with)
+	if with > without+timeoutExtraAllocs {
+		t.Errorf("Users.Get allocates %v times per call with a Timeout, %v without: more than %d extra", with, without, timeoutExtraAllocs)
+	}
+}
