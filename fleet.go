@@ -98,15 +98,20 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 
 // patience is how long this replica waits for another's refresh: the
 // lease's lifetime while its own token outlives that, so that its callers
-// are served meanwhile; otherwise (its callers are waiting, or soon will)
-// shortLeaseWait, and never more than half the time the caller that needed
-// the token has left.
+// are served meanwhile; otherwise shortLeaseWait, and never past its own
+// token's expiry (its callers would then wait), nor, once it has expired,
+// more than half the time the caller that needed the token has left.
 func (s *sharedTokens) patience(ctx context.Context) time.Duration {
 	s.cache.mu.Lock()
 	tok := s.cache.tok
 	s.cache.mu.Unlock()
-	if tok != nil && tok.Expiry.After(time.Now().Add(tokenLease)) {
-		return tokenLease
+	if tok != nil {
+		switch left := time.Until(tok.Expiry); {
+		case left > tokenLease:
+			return tokenLease
+		case left > 0:
+			return min(left, shortLeaseWait)
+		}
 	}
 	return callerPatience(ctx, shortLeaseWait)
 }
@@ -187,9 +192,15 @@ type callerDeadline struct{}
 
 // keepDeadline returns ctx carrying its deadline as a value too: a flight
 // runs detached from its caller's context (and so without its deadline),
-// yet waits for another replica no longer than that caller can afford.
+// yet waits for another replica no longer than that caller can afford. A
+// deadline kept earlier (a check's flight needing a token) stays when it is
+// the sooner.
 func keepDeadline(ctx context.Context) context.Context {
-	if d, ok := ctx.Deadline(); ok {
+	d, ok := ctx.Deadline()
+	if kept, was := ctx.Value(callerDeadline{}).(time.Time); was && (!ok || kept.Before(d)) {
+		return ctx
+	}
+	if ok {
 		return context.WithValue(ctx, callerDeadline{}, d)
 	}
 	return ctx
