@@ -78,21 +78,28 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 	if found {
 		return got.tok, got.refreshAt, nil
 	}
-	if unlock != nil {
-		defer unlock()
+	if unlock == nil {
+		unlock = func() {}
 	}
 	if err := ctx.Err(); err != nil {
+		unlock()
 		return nil, time.Time{}, err
 	}
 	tok, refreshAt, err := fetch(ctx)
 	if err != nil {
+		unlock()
 		return nil, time.Time{}, err
 	}
-	plain, _ := json.Marshal(storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
-	key := s.seal.tokenKey()
-	if ttl := time.Until(tok.Expiry); ttl > 0 {
-		s.note(ctx, s.store.Set(ctx, key, s.seal.seal(key, plain), ttl))
-	}
+	// The token is stored, then the lease released, while the callers
+	// go on with it: a slow store delays no one.
+	go func() {
+		defer unlock()
+		plain, _ := json.Marshal(storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
+		key := s.seal.tokenKey()
+		if ttl := time.Until(tok.Expiry); ttl > 0 {
+			s.note(ctx, s.store.Set(context.WithoutCancel(ctx), key, s.seal.seal(key, plain), ttl))
+		}
+	}()
 	return tok, refreshAt, nil
 }
 

@@ -98,6 +98,7 @@ func TestLeaseWaitersPollSlowly(t *testing.T) {
 		if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the token stored, its lease released
 		stem := c.seal.verdictKey("Bearer eu-1")
 		f.store.squat(stem+":lease", time.Minute)
 		var mu sync.Mutex
