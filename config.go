@@ -110,7 +110,7 @@ type Config struct {
 	// SharedStoreTimeout bounds each operation on the SharedStore (and on
 	// Authenticator.SharedStore): past it, the SDK abandons the operation,
 	// whatever the store does with its context, and goes on without it.
-	// 0: 50ms.
+	// 0: 750ms, ten times the 99.9th percentile of a GET on a loaded host.
 	SharedStoreTimeout time.Duration
 }
 
