@@ -67,12 +67,12 @@ func TestForgetHoldsAcrossTheFleet(t *testing.T) {
 	_, b := f.replica(Config{}, MissBudget{})
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	f.store.hook = func(_ context.Context, op, key string) error {
+	f.store.setHook(func(_ context.Context, op, key string) error {
 		if op == "set" && strings.Contains(key, ":verdict:") && !strings.HasSuffix(key, ":epoch") {
 			once.Do(func() { close(reached); <-release }) // B's write waits for A's Forget
 		}
 		return nil
-	}
+	})
 	ctx := context.Background()
 	done := make(chan error)
 	go func() {
@@ -125,7 +125,7 @@ func TestSharingGoesOnAfterForget(t *testing.T) {
 		t.Errorf("%d authenticate calls; want 2 (the fresh replica reads the verdict stored after Forget)", got)
 	}
 	// An epoch of a foreign shape is not trusted: the check asks the service.
-	for k := range f.store.entries {
+	for _, k := range f.store.keys() {
 		if strings.HasSuffix(k, ":epoch") {
 			f.store.put(k, []byte("{not-an-epoch}"), time.Minute)
 		}

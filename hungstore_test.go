@@ -27,7 +27,7 @@ func TestHungStoreFailsNoCall(t *testing.T) {
 		}
 		cold, _ := f.replica(Config{SharedStoreTimeout: timeout}, MissBudget{})
 		release := make(chan struct{})
-		f.store.hook = func(context.Context, string, string) error { <-release; return nil }
+		f.store.setHook(func(context.Context, string, string) error { <-release; return nil })
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		slowest := map[string]time.Duration{}
@@ -90,10 +90,10 @@ func TestStoreCallAbandonedAtTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemStore()
 		release := make(chan struct{})
-		var sawDeadline time.Duration
+		saw := make(chan time.Duration, 1)
 		store.hook = func(ctx context.Context, _, _ string) error {
 			d, _ := ctx.Deadline()
-			sawDeadline = time.Until(d)
+			saw <- time.Until(d)
 			<-release
 			return nil
 		}
@@ -103,8 +103,8 @@ func TestStoreCallAbandonedAtTimeout(t *testing.T) {
 		if took := time.Since(start); err == nil || took != 30*time.Millisecond {
 			t.Errorf("Get on a hung store: %v after %v; want an error after 30ms", err, took)
 		}
-		if sawDeadline != 30*time.Millisecond {
-			t.Errorf("the store's context had %v left; want 30ms", sawDeadline)
+		if got := <-saw; got != 30*time.Millisecond {
+			t.Errorf("the store's context had %v left; want 30ms", got)
 		}
 		close(release)
 		synctest.Wait()

@@ -104,12 +104,12 @@ func TestLeaseWaitersPollSlowly(t *testing.T) {
 		var mu sync.Mutex
 		at := map[string][]time.Duration{}
 		start := time.Now()
-		f.store.hook = func(_ context.Context, _, key string) error {
+		f.store.setHook(func(_ context.Context, _, key string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			at[key] = append(at[key], time.Since(start))
 			return nil
-		}
+		})
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
@@ -158,12 +158,12 @@ func TestLeaseWaitEndsOnReadError(t *testing.T) {
 		c, a := f.replica(Config{}, MissBudget{})
 		f.store.squat(c.seal.tokenLeaseKey(), tokenLease)
 		f.store.squat(c.seal.verdictKey("Bearer eu-1")+":lease", time.Minute)
-		f.store.hook = func(_ context.Context, op, key string) error {
+		f.store.setHook(func(_ context.Context, op, key string) error {
 			if op == "get" && !strings.HasSuffix(key, ":epoch") {
 				return errors.New("the value's node is down")
 			}
 			return nil
-		}
+		})
 		start := time.Now()
 		if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
 			t.Fatal(err)

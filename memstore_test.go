@@ -110,6 +110,26 @@ func (s *memStore) TryLock(ctx context.Context, key string, ttl time.Duration) (
 	}, true, nil
 }
 
+// setHook sets hook while the store is in use.
+func (s *memStore) setHook(hook func(ctx context.Context, op, key string) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = hook
+}
+
+// keys returns the keys of the live entries.
+func (s *memStore) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k := range s.entries {
+		if _, ok := s.get(k); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // callsTo returns the operations made on keys containing part.
 func (s *memStore) callsTo(part string) int {
 	s.mu.Lock()
