@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,8 +112,13 @@ func TestSharingGoesOnAfterForget(t *testing.T) {
 	if _, err := checkToken(ctx, a, "eu-1"); err != nil {
 		t.Fatal(err)
 	}
+	legacy := a.Client.seal.legacyVerdictKey("Bearer eu-1") // as a replica not yet upgraded stored it
+	f.store.put(legacy, []byte("sealed"), time.Minute)
 	if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
 		t.Fatal(err)
+	}
+	if slices.Contains(f.store.keys(), legacy) {
+		t.Error("Forget left the verdict of the layout before hash tags")
 	}
 	if _, err := checkToken(ctx, a, "eu-1"); err != nil { // asks again, stores under the new epoch
 		t.Fatal(err)
