@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -242,11 +244,55 @@ type lease struct {
 	note     func(error)   // logs a failing store, once a streak
 }
 
+// pollTurns spaces the rounds of all the waits on one lease in a Client
+// (several Authenticators on one Client, a check that Forget detached and
+// the one after it), so that together they poll the key at most once per
+// minPoll, as one poller would.
+type pollTurns struct {
+	mu   sync.Mutex
+	last map[string]time.Time // lease key → the latest round given
+}
+
+// next gives a wait on key its next round, and returns how long to wait for
+// it: at once for a first round, unless another wait on key had one less
+// than minPoll ago; otherwise minPoll and a jitter after the latest round.
+func (p *pollTurns) next(key string, now time.Time, first bool) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last = make(map[string]time.Time)
+	}
+	if len(p.last) > 256 { // forget the keys no one waits on
+		maps.DeleteFunc(p.last, func(_ string, at time.Time) bool { return now.Sub(at) > minPoll+pollJitter })
+	}
+	last, ok := p.last[key]
+	var after time.Duration // from now
+	switch {
+	case first && ok:
+		after = max(last.Add(minPoll).Sub(now), 0)
+	case !first && ok:
+		after = max(last.Sub(now), 0) + minPoll + rand.N(pollJitter)
+	case !first:
+		after = minPoll + rand.N(pollJitter)
+	}
+	p.last[key] = now.Add(after)
+	return after
+}
+
 // awaitLease returns the value read, or found false when this replica must
 // produce it: then unlock, when not nil, releases the lease it holds (nil
 // when the store failed, the wait gave up or ctx ended).
 func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error)) (v T, found bool, unlock func()) {
 	giveUp := time.Now().Add(l.patience)
+	if wait := l.store.g.polls.next(l.key, time.Now(), true); wait > 0 { // another wait on the key polls too
+		t := time.NewTimer(min(wait, l.patience))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, false, nil
+		case <-t.C:
+		}
+	}
 	for {
 		v, ok, err := read()
 		switch {
@@ -274,7 +320,7 @@ func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error
 		if left <= 0 {
 			return v, false, nil
 		}
-		t := time.NewTimer(min(minPoll+rand.N(pollJitter), left))
+		t := time.NewTimer(min(l.store.g.polls.next(l.key, time.Now(), false), left))
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -62,6 +62,7 @@ type storeGuard struct {
 	timeout   time.Duration
 	running   atomic.Int64 // calls running, abandoned ones included; <= maxStoreCalls
 	abandoned atomic.Int64 // calls abandoned in all (logged when a failure streak ends)
+	polls     pollTurns    // the rounds of the waits on leases (see awaitLease)
 }
 
 // guarded is store with every call bounded by g.
