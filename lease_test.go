@@ -3,7 +3,6 @@ package management
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -176,60 +175,5 @@ func TestLeaseWaitEndsOnReadError(t *testing.T) {
 		if took := time.Since(start); took != 0 {
 			t.Errorf("a token fetch and a check took %v behind leases whose values cannot be read; want no wait", took)
 		}
-	})
-}
-
-// A squatter on every lease, with tokens living 3 s, degrades 16 replicas
-// to fetching and asking on their own: no call fails.
-func TestSquatterOnEveryLeaseFailsNoCall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newTestFleet(t)
-		f.life = 3
-		type replica struct {
-			c *Client
-			a *Authenticator
-		}
-		var fleet []replica
-		for range 16 {
-			c, a := f.replica(Config{}, MissBudget{})
-			fleet = append(fleet, replica{c, a})
-		}
-		f.store.squat(fleet[0].c.seal.tokenLeaseKey(), time.Hour) // the fleet's one token lease
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		failed, calls := 0, 0
-		var slowest time.Duration
-		for i, r := range fleet {
-			wg.Go(func() {
-				for n := range 100 { // 10 s
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					start := time.Now()
-					_, err := r.c.Users.Get(ctx, "u-1")
-					if err == nil {
-						tok := fmt.Sprintf("eu-%d-%d", i, n)
-						f.store.squat(r.c.seal.verdictKey("Bearer "+tok)+":lease", time.Hour)
-						_, err = checkToken(ctx, r.a, tok)
-					}
-					cancel()
-					mu.Lock()
-					calls++
-					slowest = max(slowest, time.Since(start))
-					if err != nil {
-						failed++
-						t.Log(err)
-					}
-					mu.Unlock()
-					time.Sleep(100 * time.Millisecond)
-				}
-			})
-		}
-		wg.Wait()
-		if failed != 0 {
-			t.Errorf("%d of %d rounds failed behind squatted leases; want none", failed, calls)
-		}
-		if want := shortLeaseWait + verdictLease; slowest > want {
-			t.Errorf("the slowest round took %v; want at most %v (a wait on each lease)", slowest, want)
-		}
-		t.Logf("%d rounds, slowest %v, %d token requests, %d authenticate calls", calls, slowest, f.tokens.Load(), f.authn.Load())
 	})
 }
