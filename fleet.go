@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -67,7 +66,7 @@ type fetchFunc func(context.Context) (*Token, time.Time, error)
 // due for refresh and is not refused (the access token the service has just
 // refused with 401, "" for none); otherwise one this replica fetches under
 // the lease and stores, or one another replica stores while this one waits
-// (see tokenPatience); failing all that, one it fetches on its own.
+// (see patience); failing all that, one it fetches on its own.
 func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
 	type stored struct {
 		tok       *Token
@@ -244,39 +243,41 @@ type lease struct {
 	note     func(error)   // logs a failing store, once a streak
 }
 
-// pollTurns spaces the rounds of all the waits on one lease in a Client
-// (several Authenticators on one Client, a check that Forget detached and
-// the one after it), so that together they poll the key at most once per
-// minPoll, as one poller would.
+// pollTurns spaces the polling rounds of all the waits on one lease in a
+// Client (several Authenticators on one Client, a check that Forget
+// detached and the one after it), so that together they poll the key at
+// most once per minPoll, as one poller would. It holds the keys being
+// polled only.
 type pollTurns struct {
 	mu   sync.Mutex
 	last map[string]time.Time // lease key → the latest round given
 }
 
-// next gives a wait on key its next round, and returns how long to wait for
-// it: at once for a first round, unless another wait on key had one less
-// than minPoll ago; otherwise minPoll and a jitter after the latest round.
-func (p *pollTurns) next(key string, now time.Time, first bool) time.Duration {
+// next gives a wait on key its next round, minPoll and a jitter after the
+// latest round any wait on key was given, and returns when it is.
+func (p *pollTurns) next(key string, now time.Time) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
 		p.last = make(map[string]time.Time)
 	}
-	if len(p.last) > 256 { // forget the keys no one waits on
-		maps.DeleteFunc(p.last, func(_ string, at time.Time) bool { return now.Sub(at) > minPoll+pollJitter })
+	at := now
+	if last, ok := p.last[key]; ok && last.After(now) {
+		at = last
 	}
-	last, ok := p.last[key]
-	var after time.Duration // from now
-	switch {
-	case first && ok:
-		after = max(last.Add(minPoll).Sub(now), 0)
-	case !first && ok:
-		after = max(last.Sub(now), 0) + minPoll + rand.N(pollJitter)
-	case !first:
-		after = minPoll + rand.N(pollJitter)
+	at = at.Add(minPoll + rand.N(pollJitter))
+	p.last[key] = at
+	return at
+}
+
+// done forgets key when the round at was the latest given on it: no other
+// wait polls it.
+func (p *pollTurns) done(key string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last[key] == at {
+		delete(p.last, key)
 	}
-	p.last[key] = now.Add(after)
-	return after
 }
 
 // awaitLease returns the value read, or found false when this replica must
@@ -284,15 +285,12 @@ func (p *pollTurns) next(key string, now time.Time, first bool) time.Duration {
 // when the store failed, the wait gave up or ctx ended).
 func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error)) (v T, found bool, unlock func()) {
 	giveUp := time.Now().Add(l.patience)
-	if wait := l.store.g.polls.next(l.key, time.Now(), true); wait > 0 { // another wait on the key polls too
-		t := time.NewTimer(min(wait, l.patience))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, false, nil
-		case <-t.C:
+	var turn time.Time // the latest round this wait was given
+	defer func() {
+		if !turn.IsZero() {
+			l.store.g.polls.done(l.key, turn)
 		}
-	}
+	}()
 	for {
 		v, ok, err := read()
 		switch {
@@ -316,11 +314,12 @@ func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error
 			}
 			return v, false, unlock
 		}
-		left := time.Until(giveUp)
-		if left <= 0 {
+		now := time.Now()
+		if !now.Before(giveUp) {
 			return v, false, nil
 		}
-		t := time.NewTimer(min(l.store.g.polls.next(l.key, time.Now(), false), left))
+		turn = l.store.g.polls.next(l.key, now)
+		t := time.NewTimer(min(turn.Sub(now), giveUp.Sub(now)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
