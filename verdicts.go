@@ -142,7 +142,7 @@ func (a *Authenticator) awaitShared(ctx context.Context, header string) (v authV
 	if err != nil {
 		return authVerdict{}, "", false
 	}
-	l := lease{store: store, key: stem + ":lease", ttl: verdictLease, patience: callerPatience(ctx, verdictLease),
+	l := lease{store: store, key: key + ":lease", ttl: verdictLease, patience: callerPatience(ctx, verdictLease),
 		note: func(err error) { a.noteStore(ctx, err) }}
 	v, found, unlock := awaitLease(ctx, l, func() (authVerdict, bool, error) { return a.loadShared(ctx, store, key, header) })
 	if unlock != nil {
