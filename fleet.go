@@ -29,13 +29,17 @@ const (
 	// a replica that died, or held on purpose, costs the fleet a token
 	// request per replica, never a failed call.
 	shortLeaseWait = time.Second
-	// minPoll and pollJitter space the rounds of a replica waiting on a
-	// lease: each round is two store calls (read the value, try the lease),
-	// so at most 20 calls a second per key per waiter; the jitter keeps the
-	// replicas from polling in step.
-	minPoll    = 100 * time.Millisecond
-	pollJitter = 50 * time.Millisecond
+	// The rounds of a replica waiting on a lease (each reads the value and
+	// tries the lease: one call on each key) are 20 ms apart, then 40 ms,
+	// as the holder usually stores within tens of milliseconds, then
+	// pollGap and a jitter of up to pollJitter, which keeps the replicas
+	// from polling in step: at most 18 calls on a key in any second.
+	pollGap    = 60 * time.Millisecond
+	pollJitter = 30 * time.Millisecond
 )
+
+// firstPollGaps are the gaps after a key's first rounds (see pollGap).
+var firstPollGaps = [...]time.Duration{20 * time.Millisecond, 40 * time.Millisecond}
 
 // sharedTokens keeps the fleet's management token in a SharedStore, sealed,
 // so that the replicas of a service make one token request per token
@@ -230,7 +234,7 @@ func callerPatience(ctx context.Context, limit time.Duration) time.Duration {
 // share it through a store: read the value; if it is absent, take the
 // lease, read once more (the previous holder may have stored it and left
 // between the read and the lock) and produce it; if another replica holds
-// the lease, read again every poll (see minPoll), for at most patience (a
+// the lease, read again (see pollGap), for at most patience (a
 // lease left by a replica that died, or written by whoever can write the
 // store, delays no longer), never past ctx. A store that fails, when
 // reading the value or taking the lease, ends the wait at once: an error is
@@ -245,29 +249,40 @@ type lease struct {
 
 // pollTurns spaces the polling rounds of all the waits on one lease in a
 // Client (several Authenticators on one Client, a check that Forget
-// detached and the one after it), so that together they poll the key at
-// most once per minPoll, as one poller would. It holds the keys being
-// polled only.
+// detached and the one after it), so that together they poll the key as
+// one poller would (see pollGap). It holds the keys being polled only.
 type pollTurns struct {
 	mu   sync.Mutex
-	last map[string]time.Time // lease key → the latest round given
+	keys map[string]polling
 }
 
-// next gives a wait on key its next round, minPoll and a jitter after the
-// latest round any wait on key was given, and returns when it is.
+// polling is the rounds given on one key: how many, and the latest.
+type polling struct {
+	given int
+	last  time.Time
+}
+
+// next gives a wait on key, which has just had a round, its next round
+// after the latest any wait on key was given, and returns when it is.
 func (p *pollTurns) next(key string, now time.Time) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = make(map[string]time.Time)
+	if p.keys == nil {
+		p.keys = make(map[string]polling)
 	}
-	at := now
-	if last, ok := p.last[key]; ok && last.After(now) {
-		at = last
+	k := p.keys[key]
+	from := now
+	if k.last.After(now) {
+		from = k.last
 	}
-	at = at.Add(minPoll + rand.N(pollJitter))
-	p.last[key] = at
-	return at
+	gap := pollGap + rand.N(pollJitter)
+	if k.given < len(firstPollGaps) {
+		gap = firstPollGaps[k.given]
+	}
+	k.given++
+	k.last = from.Add(gap)
+	p.keys[key] = k
+	return k.last
 }
 
 // done forgets key when the round at was the latest given on it: no other
@@ -275,8 +290,8 @@ func (p *pollTurns) next(key string, now time.Time) time.Time {
 func (p *pollTurns) done(key string, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last[key] == at {
-		delete(p.last, key)
+	if p.keys[key].last.Equal(at) {
+		delete(p.keys, key)
 	}
 }
 
