@@ -51,7 +51,7 @@ const maxStoreCalls = 128
 
 // errStoreBusy is a store call refused because maxStoreCalls are running;
 // like any store failure, the caller goes on without the store.
-var errStoreBusy = errorf("shared store: %d calls running (abandoned ones included), not starting another", maxStoreCalls)
+var errStoreBusy = fmt.Errorf("shared store: %d calls running (abandoned ones included), not starting another", maxStoreCalls)
 
 // storeGuard enforces Config.SharedStoreTimeout on every call to a
 // SharedStore, whatever the store does with its context (go-redis, for

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 )
@@ -66,7 +67,7 @@ const epochLen = 16
 
 // errForeignEpoch is a token's epoch in the store that this SDK did not
 // write: the check goes on without the store rather than trust it.
-var errForeignEpoch = errorf("shared store: a verdict epoch of a foreign shape")
+var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign shape")
 
 // verdictSlot returns the key the verdict on header lives under now: the
 // stem (see sealer.verdictKey), or the stem and the epoch Forget set.
