@@ -257,7 +257,7 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 		}
 		refused := s.refused
 		s.running++
-		f = startFlight(ctx, s.host(), tokenFetchTimeout,
+		f = startFlight(keepDeadline(ctx), s.host(), tokenFetchTimeout,
 			func(ctx context.Context) (fetched, error) { return s.fetch(ctx, refused) },
 			s.finish, s.release)
 		s.inflight = f

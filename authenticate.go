@@ -240,11 +240,15 @@ type Authenticator struct {
 	// token starts none). 0 or negative: 64.
 	MaxConcurrentChecks int
 	// MissBudget bounds the rate of checks that reach the service (a token
-	// not in the cache), so that a flood of random tokens cannot spend the
+	// whose verdict is neither in the cache nor, with a SharedStore, stored
+	// by another replica), so that a flood of random tokens cannot spend the
 	// management rate limit the rest of the backend shares: beyond it, such
-	// a check fails at once with ErrOverMissBudget (503 with Retry-After),
-	// while cached verdicts keep being served. The zero value sets no
-	// budget; setting one is recommended.
+	// a check fails with ErrOverMissBudget (503 with Retry-After), while
+	// cached verdicts keep being served. With a SharedStore, a check is
+	// refused once the store has no verdict for it: each random token then
+	// costs a few store reads and a lease attempt, holding one of
+	// MaxConcurrentChecks meanwhile. The zero value sets no budget; setting
+	// one is recommended.
 	MissBudget MissBudget
 	// Timeout bounds one check's call to the service, retries and their
 	// waits included (a Retry-After that would pass it is not waited for).
@@ -267,7 +271,10 @@ type Authenticator struct {
 	// forge one. With a store, an entry of the in-process cache lives at
 	// most 5 s: that long, at most, another replica may still accept a
 	// token that Forget dropped. A failing or slow store (Config.
-	// SharedStoreTimeout) never fails a check and is never a verdict.
+	// SharedStoreTimeout) never fails a check and is never a verdict. While
+	// another replica holds a token's lease and asks the service, a check
+	// waits for its verdict at most 1 s (half the request's time left, if
+	// less), then asks itself. Every replica must have the same CacheTTL.
 	SharedStore SharedStore
 
 	once       sync.Once
@@ -409,7 +416,7 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	if a.calls >= a.maxCalls {
 		return nil, ErrTooManyChecks
 	}
-	if a.misses != nil && !a.misses.Allow() {
+	if a.SharedStore == nil && !a.withinBudget() { // with a store, judge spends it, once the store has no verdict
 		return nil, ErrOverMissBudget
 	}
 	// The call runs hosted code (the Client's RoundTripper and TokenSource,
@@ -417,20 +424,11 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	// slot is released only when its goroutine returns, so that calls left
 	// running past their deadline stay bounded by maxCalls.
 	var call *flight[authVerdict]
-	call = startFlight(ctx, a.host(header), a.timeout,
+	call = startFlight(keepDeadline(ctx), a.host(header), a.timeout,
 		func(ctx context.Context) (authVerdict, error) {
 			a.observeCalls(ctx, 1)
 			defer a.observeCalls(ctx, -1)
-			v, err := a.judge(ctx, header)
-			if err == nil {
-				a.mu.Lock()
-				forgotten := a.inflight[key] != call
-				a.mu.Unlock()
-				if forgotten {
-					a.dropShared(ctx, header) // Forget may have run before judge stored it
-				}
-			}
-			return v, err
+			return a.judge(ctx, header)
 		},
 		func(_ context.Context, v authVerdict, err error) {
 			a.mu.Lock()
@@ -496,10 +494,13 @@ func (a *Authenticator) wait(ctx context.Context, call *flight[authVerdict]) (*E
 // the next check asks the service again instead of accepting the token for
 // the rest of CacheTTL. A check in flight for it when Forget runs still
 // answers the requests already waiting, but its verdict is not cached, and
-// later checks make a call of their own. With a SharedStore, the verdict is
-// deleted there too (ctx bounds that); another replica may still accept the
-// token from its in-process cache for at most 5 s. Forget fails only for a
-// blank authorization; a failing store is logged, not returned.
+// later checks make a call of their own. With a SharedStore, the fleet
+// forgets it too (ctx bounds that): Forget gives the token a new epoch in
+// the store, under which no verdict is stored yet, so that no replica reads
+// a verdict stored before, even one a check in flight elsewhere writes
+// after Forget; another replica may still accept the token from its
+// in-process cache for at most 5 s. Forget fails only for a blank
+// authorization; a failing store is logged, not returned.
 func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
 	if strings.TrimSpace(authorization) == "" {
 		return errorf("%w: authorization is empty", ErrInvalidArgument)
@@ -523,16 +524,26 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 // replica that holds the token's lease asks the service; the others wait
 // for its verdict (see awaitShared).
 func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
-	if v, ok := a.awaitShared(ctx, header); ok {
+	v, key, ok := a.awaitShared(ctx, header)
+	if ok {
 		return v, nil
+	}
+	if a.SharedStore != nil && !a.withinBudget() {
+		return authVerdict{}, ErrOverMissBudget
 	}
 	auth, err := a.authenticate(ctx, header)
 	if err != nil {
 		return authVerdict{}, err
 	}
-	v := a.verdictFor(auth, header, time.Now())
-	a.storeShared(ctx, header, auth, v.expires)
+	v = a.verdictFor(auth, header, time.Now())
+	a.storeShared(ctx, key, auth, v.expires)
 	return v, nil
+}
+
+// withinBudget spends one check of MissBudget, if it allows one: only a
+// check about to reach the service spends it.
+func (a *Authenticator) withinBudget() bool {
+	return a.misses == nil || a.misses.Allow()
 }
 
 // authenticate asks the service about header, or fails with an error

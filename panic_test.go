@@ -213,58 +213,6 @@ type panickingSource struct{}
 
 func (panickingSource) Token(context.Context) (*Token, error) { panic("token source") }
 
-// memStore is a SharedStore in memory that tells which leases are held.
-type memStore struct {
-	mu     sync.Mutex
-	values map[string][]byte
-	locks  map[string]bool
-}
-
-func newMemStore() *memStore {
-	return &memStore{values: map[string][]byte{}, locks: map[string]bool{}}
-}
-
-func (s *memStore) Get(_ context.Context, key string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.values[key], nil
-}
-
-func (s *memStore) Set(_ context.Context, key string, value []byte, _ time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.values[key] = value
-	return nil
-}
-
-func (s *memStore) Delete(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.values, key)
-	return nil
-}
-
-func (s *memStore) TryLock(_ context.Context, key string, _ time.Duration) (func(context.Context) error, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.locks[key] {
-		return nil, false, nil
-	}
-	s.locks[key] = true
-	return func(context.Context) error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.locks, key)
-		return nil
-	}, true, nil
-}
-
-func (s *memStore) held() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.locks)
-}
-
 // After 1 000 checks whose call panics, a valid token still passes: the
 // flights are removed, the slots and leases released, nothing cached, and
 // the gauge of calls in flight is back to 0.
