@@ -53,6 +53,13 @@ type Observer struct {
 	// or ends (delta -1) an authenticate call: the sum of the deltas is the
 	// number of calls in flight.
 	AuthCallsInFlight func(ctx context.Context, delta int)
+	// FlightJoined is called when an operation waits for a call that
+	// another operation started and that serves them both (the management
+	// token's fetch): ctx is the waiting operation's context, started the
+	// context of the operation that started the call, whose descendants
+	// the call's own operations are. A tracer links the waiter's span to
+	// the starter's. It is not called for the starter itself.
+	FlightJoined func(ctx, started context.Context)
 }
 
 // Operation names one operation of the API.
@@ -166,7 +173,33 @@ func (c *Client) startOperation(ctx context.Context, req *request) (context.Cont
 			ctx = octx
 		}
 	}
+	if obs.FlightJoined != nil {
+		ctx = context.WithValue(ctx, operationKey{}, &operationMark{obs: obs})
+	}
 	return ctx, &op
+}
+
+// operationKey keys an operation's *operationMark in its context.
+type operationKey struct{}
+
+// operationMark tells the operations apart for the flights they wait for:
+// a flight keeps its starter's, and reports every other waiter's.
+type operationMark struct{ obs *Observer }
+
+// markOf returns the mark of the operation ctx is in, nil when none (or
+// no FlightJoined hook).
+func markOf(ctx context.Context) *operationMark {
+	m, _ := ctx.Value(operationKey{}).(*operationMark)
+	return m
+}
+
+// joined reports, to the waiter's Observer, that the operation of ctx
+// waits for a flight that the operation of started began; origin is the
+// starter's mark, nil when the flight was started outside an operation.
+func joined(ctx, started context.Context, origin *operationMark) {
+	if m := markOf(ctx); m != nil && m != origin {
+		m.obs.FlightJoined(ctx, started)
+	}
 }
 
 // endOperation calls the OperationDone hook for the operation that
