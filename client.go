@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,10 +26,12 @@ type Client struct {
 	Things *ThingsService
 
 	base        *url.URL // Config.BaseURL, parsed
+	port        int      // the port of base, made explicit
 	baseURL     string   // scheme://host[:port][/path], no trailing slash
 	basePath    string   // the path of baseURL, for checking next_page links
 	prefix      string
 	tokens      TokenSource
+	bearer      bearer                          // authorizes the requests of the API with tokens
 	invalidator interface{ Invalidate(*Token) } // nil when tokens cannot drop a refused token
 	httpClient  *http.Client
 	logger      *slog.Logger
@@ -90,6 +93,7 @@ func NewClient(cfg Config) (*Client, error) {
 		unsetMarker: cmp.Or(cfg.UnsetMarker, defaultUnsetMarker),
 		maxBody:     cmp.Or(cfg.MaxResponseBytes, defaultMaxResponseBytes),
 	}
+	c.port, _ = strconv.Atoi(strings.TrimPrefix(origin(base)[strings.LastIndex(origin(base), ":"):], ":"))
 	if err := c.checkBaseWithoutPrefix(); err != nil {
 		return nil, err
 	}
@@ -117,6 +121,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if err := c.setSharedStore(cfg); err != nil {
 		return nil, err
 	}
+	c.bearer = bearer{c.tokens}
 	c.Users = &UsersService{client: c}
 	c.Things = &ThingsService{client: c}
 	return c, nil
@@ -186,15 +191,36 @@ func (c *Client) linkRequest(link string) *request {
 // do sends req with the management token and decodes a 2xx answer into out
 // (nil: the body is read and dropped). When the service refuses the token
 // with 401, do drops it and replays req once with a fresh one. It returns
-// the final status.
-func (c *Client) do(ctx context.Context, req *request, out any) (int, error) {
+// the final status. Every error it returns has passed the redactor of the
+// attempt it comes from.
+func (c *Client) do(ctx context.Context, req *request, out any) (status int, err error) {
 	if c == nil || c.tokens == nil {
 		return 0, errNotNewClient
 	}
 	ctx, op := c.startOperation(ctx, req)
-	status, err := c.replaying(ctx, req, out)
-	c.endOperation(ctx, op, req, status, err)
-	return status, err
+	defer func() { c.endOperation(ctx, op, req, status, err) }()
+	why := ResendNone
+	for {
+		resp, used, err := c.send(ctx, req, &c.bearer, why)
+		if err != nil {
+			return 0, c.redactor(req, used).error(err)
+		}
+		if resp.StatusCode == http.StatusUnauthorized && why != ResendReplay && c.invalidator != nil {
+			discard(resp.Body)
+			c.invalidator.Invalidate(used)
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "management: token refused, replaying with a new token",
+				slog.String("method", req.method), slog.String("path", req.path))
+			why = ResendReplay
+			continue
+		}
+		if err := checkResponse(req, resp); err != nil {
+			return resp.StatusCode, c.redactor(req, used).error(err)
+		}
+		if err := c.decode(req, resp, out); err != nil {
+			return resp.StatusCode, c.redactor(req, used).error(err)
+		}
+		return resp.StatusCode, nil
+	}
 }
 
 // errNotNewClient is the answer of a Client that NewClient did not make
@@ -231,35 +257,6 @@ func (c *Client) redactor(req *request, tok *Token) *redactor {
 		creds = append(creds, tok.header(), tok.AccessToken)
 	}
 	return newRedactor(append(creds, authForms(req.credential)...)...)
-}
-
-// replaying is do without the Observer. Every error it returns has passed
-// the redactor of the attempt it comes from.
-func (c *Client) replaying(ctx context.Context, req *request, out any) (int, error) {
-	for replay := true; ; replay = false {
-		tok, err := c.tokens.Token(ctx)
-		if err != nil {
-			return 0, c.redactor(req, nil).error(err)
-		}
-		resp, used, err := c.send(ctx, req, tok.header(), tok)
-		if err != nil {
-			return 0, c.redactor(req, cmp.Or(used, tok)).error(err)
-		}
-		if resp.StatusCode == http.StatusUnauthorized && replay && c.invalidator != nil {
-			discard(resp.Body)
-			c.invalidator.Invalidate(used)
-			c.logger.LogAttrs(ctx, slog.LevelInfo, "management: token refused, replaying with a new token",
-				slog.String("method", req.method), slog.String("path", req.path))
-			continue
-		}
-		if err := checkResponse(req, resp); err != nil {
-			return resp.StatusCode, c.redactor(req, used).error(err)
-		}
-		if err := c.decode(req, resp, out); err != nil {
-			return resp.StatusCode, c.redactor(req, used).error(err)
-		}
-		return resp.StatusCode, nil
-	}
 }
 
 // checkResponse maps an answer that is not a 2xx to an *APIError: the

@@ -133,10 +133,9 @@ func (p *routePauses) pause(route routeKey, d time.Duration, now time.Time) bool
 
 // notePause records a 429 or 503 answer with Retry-After as a pause of its
 // route, logged once per pause.
-func (x *exchange) notePause(ctx context.Context, status int, retryAfter time.Duration) {
-	c := x.client
+func (c *Client) notePause(ctx context.Context, req *request, status int, retryAfter time.Duration) {
 	d := clamp(retryAfter, c.waitMin, c.waitMax)
-	key := routeOf(x.req)
+	key := routeOf(req)
 	if c.pauses.pause(key, d, time.Now()) {
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service asked to slow down; pausing the route",
 			slog.String("method", key.method), slog.String("route", key.route), slog.Int("status", status), slog.Duration("pause", d))

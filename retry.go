@@ -1,10 +1,12 @@
 package management
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -24,166 +26,163 @@ import (
 // RetryWaitMin and RetryWaitMax. A wait that would pass the context's
 // deadline is not taken: the last answer is returned at once.
 
-// send makes req's HTTP exchange through the retry policy, with the
-// Authorization header auth, and returns the final answer (any status) or
-// a *TransportError. When tok is the management token that auth carries,
-// each retry carries the token the source holds by then (it may have been
-// refreshed during the wait), and send returns the token of the last
-// attempt, for Client.do to drop after a 401.
-func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token) (*http.Response, *Token, error) {
-	if err := c.pauses.wait(ctx, routeOf(req)); err != nil {
+// send makes req's HTTP requests through the retry policy and returns the
+// final answer (any status) or a *TransportError, with the token the last
+// request carried (nil with the client credentials): the redactor of an
+// error needs it, and Client.do drops it after a 401. Each request carries
+// what auth gives at that moment, so that a retry never carries a token
+// the source replaced during the wait. why says why the first request is
+// itself a resend (the replay after a 401).
+func (c *Client) send(ctx context.Context, req *request, auth authorizer, why ResendReason) (*http.Response, *Token, error) {
+	route := routeOf(req)
+	if err := c.pauses.wait(ctx, route); err != nil {
 		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: err}
 	}
-	hr, err := retryablehttp.NewRequestWithContext(ctx, req.method, req.url, bodyOf(req))
-	if err != nil {
-		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
-	}
-	hr.Header.Set("Authorization", auth)
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	hr.Header.Set("User-Agent", c.userAgent)
-
-	x := &exchange{client: c, req: req, token: tok}
-	x.rc = retryablehttp.Client{
-		HTTPClient:   c.httpClient,
-		Logger:       nil, // x logs, without URLs' query strings
-		RetryWaitMin: c.waitMin,
-		RetryWaitMax: c.waitMax,
-		RetryMax:     c.maxRetries,
-		CheckRetry:   x.checkRetry,
-		Backoff:      x.backoff,
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
-	if tok != nil {
-		x.rc.PrepareRetry = x.prepareRetry
-	}
-	resp, err := x.rc.Do(hr)
-	if err != nil {
+	var tok *Token
+	for n := 1; ; n, why = n+1, ResendRetry {
+		header, t, err := auth.authorize(ctx)
+		if err != nil {
+			return nil, tok, err
+		}
+		tok = t
+		hr, err := c.newHTTPRequest(ctx, req, header)
+		if err != nil {
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
+		}
+		resp, err := c.sendOnce(ctx, req, hr, tok, why)
+		status := 0
 		if resp != nil {
+			status = resp.StatusCode
+			c.noteAnswer(ctx, req, tok, resp)
+		}
+		c.logAttempt(ctx, slog.LevelDebug, "management: attempt", req, n, status)
+		final := func(err error) (*http.Response, *Token, error) {
+			if err == nil {
+				return resp, tok, nil
+			}
+			if resp != nil {
+				discard(resp.Body)
+			}
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: withoutURL(err)}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return final(ctx.Err())
+		case !retryable(ctx, resp, err):
+			return final(err)
+		case n > c.maxRetries:
+			c.logAttempt(ctx, slog.LevelInfo, "management: giving up", req, n, status)
+			return final(err)
+		}
+		now := time.Now()
+		deadline, _ := ctx.Deadline()
+		// While the route is paused, the wait lasts until this attempt's turn;
+		// a retry that gives up takes none.
+		wait, giveUp := c.pauses.turn(route, now, deadline, retryWait(c.waitMin, c.waitMax, n-1, resp, now))
+		if giveUp {
+			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, the wait would pass the deadline", req, n, status, slog.Duration("wait", wait))
+			return final(err)
+		}
+		req.waited += wait
+		c.observeRetry(ctx, req, RetryInfo{Attempt: n, Status: status, Wait: wait})
+		if err != nil {
+			text := escape(c.redactor(req, tok).text(withoutURL(err).Error()))
+			c.logAttempt(ctx, slog.LevelInfo, "management: retrying", req, n, status, slog.Duration("wait", wait), slog.String("error", text))
+		} else {
 			discard(resp.Body)
+			c.logAttempt(ctx, slog.LevelInfo, "management: retrying", req, n, status, slog.Duration("wait", wait))
 		}
-		if _, ours := err.(*TransportError); !ours {
-			err = &TransportError{Method: req.method, Path: req.path, Attempts: x.attempts, Err: withoutURL(err)}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: err}
 		}
-		return nil, x.token, err // the token of the last attempt, for its redactor
 	}
-	return resp, x.token, nil
 }
 
-// bodyOf is req's body as retryablehttp takes it: nil, not a nil []byte,
-// for none.
-func bodyOf(req *request) any {
+// newHTTPRequest is one HTTP request of req, with the Authorization
+// header auth.
+func (c *Client) newHTTPRequest(ctx context.Context, req *request, auth string) (*http.Request, error) {
+	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, bodyOf(req))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header = http.Header{
+		"Authorization": {auth},
+		"Content-Type":  {"application/json"},
+		"Accept":        {"application/json"},
+		"User-Agent":    {c.userAgent},
+	}
+	return hr, nil
+}
+
+// sendOnce sends hr, one HTTP request of req, between the Observer's
+// AttemptStart and AttemptDone.
+func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, tok *Token, why ResendReason) (*http.Response, error) {
+	resent := req.attempts
+	req.attempts++
+	if !c.observesAttempts() {
+		return c.httpClient.Do(hr)
+	}
+	op, a := req.operation(), c.attempt(req, resent, why)
+	if actx := c.startAttempt(ctx, op, a, hr); actx != ctx {
+		hr = hr.WithContext(actx)
+		ctx = actx
+	}
+	resp, err := c.httpClient.Do(hr)
+	c.doneAttempt(ctx, op, a, req, tok, resp, err)
+	return resp, err
+}
+
+// bodyOf is req's body as a reader net/http can rewind (it sets GetBody
+// for a *bytes.Reader); nil for none.
+func bodyOf(req *request) io.Reader {
 	if req.body == nil {
 		return nil
 	}
-	return req.body
+	return bytes.NewReader(req.body)
 }
 
-// exchange is the state of one call of send; its methods are the hooks of
-// the retryablehttp.Client made for that call (held here, so that the two
-// are one allocation). retryablehttp hands Backoff
-// no context (and no response when the connection failed), so the wait
-// that checkRetry chose, knowing the deadline, is passed on here rather
-// than on the request's context.
-type exchange struct {
-	rc       retryablehttp.Client // made for this call, its hooks bound to x
-	client   *Client
-	req      *request
-	token    *Token // the management token the last attempt carried; nil for the token endpoint
-	attempts int
-	wait     time.Duration // chosen by checkRetry, taken by backoff
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-// checkRetry runs after every attempt: it counts and logs it, and decides
-// whether to retry and after what wait.
-func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	x.attempts++
-	x.req.attempts++
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
-	log := func(level slog.Level, msg string, extra ...slog.Attr) { x.log(ctx, level, msg, status, extra...) }
-	log(slog.LevelDebug, "management: attempt")
-	if resp != nil {
-		x.noteDeprecation(ctx, resp.Header)
-	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
-			x.notePause(ctx, status, d)
-		}
-	}
-	switch {
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	case !retryable(resp, err):
-		return false, nil
-	case x.attempts > x.client.maxRetries:
-		log(slog.LevelInfo, "management: giving up")
-		return false, nil
-	}
-	now := time.Now()
-	deadline, _ := ctx.Deadline()
-	// While the route is paused, the wait lasts until this attempt's turn;
-	// a retry that gives up takes none.
-	wait, giveUp := x.client.pauses.turn(routeOf(x.req), now, deadline, retryWait(x.client.waitMin, x.client.waitMax, x.attempts-1, resp, now))
-	if giveUp {
-		log(slog.LevelInfo, "management: not retrying, the wait would pass the deadline", slog.Duration("wait", wait))
-		return false, nil
-	}
-	x.wait = wait
-	x.req.waited += wait
-	x.client.observeRetry(ctx, x.req, RetryInfo{Attempt: x.attempts, Status: status, Wait: wait})
-	if err != nil {
-		text := escape(x.client.redactor(x.req, x.token).text(withoutURL(err).Error()))
-		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait), slog.String("error", text))
-	} else {
-		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait))
-	}
-	return true, nil
-}
-
-// log writes one record about the attempt, if the logger wants it.
-func (x *exchange) log(ctx context.Context, level slog.Level, msg string, status int, extra ...slog.Attr) {
-	if !x.client.logger.Enabled(ctx, level) {
+// logAttempt writes one record about attempt n of req, if the logger wants it.
+func (c *Client) logAttempt(ctx context.Context, level slog.Level, msg string, req *request, n, status int, extra ...slog.Attr) {
+	if !c.logger.Enabled(ctx, level) {
 		return
 	}
-	attrs := append([]slog.Attr{slog.String("method", x.req.method), slog.String("path", x.req.path),
-		slog.Int("status", status), slog.Int("attempt", x.attempts)}, extra...)
-	x.client.logger.LogAttrs(ctx, level, msg, attrs...)
+	attrs := append([]slog.Attr{slog.String("method", req.method), slog.String("path", req.path),
+		slog.Int("status", status), slog.Int("attempt", n)}, extra...)
+	c.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
-func (x *exchange) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
-	return x.wait
-}
-
-// prepareRetry gives a retry the token the source holds now, so that it
-// never carries a token known to be stale.
-func (x *exchange) prepareRetry(req *http.Request) error {
-	tok, err := x.client.tokens.Token(req.Context())
-	if err != nil {
-		return err
+// noteAnswer notes what an answer says beyond its status: that its route
+// is deprecated, or that the service asks the route to pause.
+func (c *Client) noteAnswer(ctx context.Context, req *request, tok *Token, resp *http.Response) {
+	c.noteDeprecation(ctx, req, tok, resp.Header)
+	if status := resp.StatusCode; status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+			c.notePause(ctx, req, status, d)
+		}
 	}
-	if tok != x.token {
-		req.Header = req.Header.Clone() // the previous attempt's request keeps its own
-		req.Header.Set("Authorization", tok.header())
-		x.token = tok
-	}
-	return nil
 }
 
 // retryable reports whether an attempt that ended with resp or err is worth
-// another: connection failures (but not TLS verification failures, which a
-// retry cannot mend), 429, 500, 502, 503 and 504.
-func retryable(resp *http.Response, err error) bool {
+// another: 429, 500, 502, 503 and 504, and the connection failures that
+// retryablehttp's policy retries (not a TLS verification failure, an
+// unsupported scheme or a header net/http refused, which a retry cannot
+// mend), but not a request net/http refused to write.
+func retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if err != nil {
-		if refusedToSend(err) {
-			return false
-		}
-		var unknownCA x509.UnknownAuthorityError
-		var verify *tls.CertificateVerificationError
-		var hostname x509.HostnameError
-		return !errors.As(err, &unknownCA) && !errors.As(err, &verify) && !errors.As(err, &hostname)
+		retry, _ := retryablehttp.DefaultRetryPolicy(ctx, nil, err)
+		return retry && !refusedToSend(err)
 	}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
@@ -194,12 +193,18 @@ func retryable(resp *http.Response, err error) bool {
 }
 
 // refusedToSend reports whether net/http refused to send the request at
-// all (a header value or name it cannot carry, a method or URL it cannot
-// write): the same request would be refused again, so it is no connection
-// failure to retry. net/http says so only in its error's text.
+// all for a reason retryablehttp's policy does not know (a method or URL it
+// cannot write) or a TLS verification failure it does not recognise (one
+// wrapped by a RoundTripper): the same request would fail again.
 func refusedToSend(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	var hostname x509.HostnameError
+	if errors.As(err, &unknownCA) || errors.As(err, &verify) || errors.As(err, &hostname) {
+		return true
+	}
 	msg := withoutURL(err).Error()
-	for _, s := range []string{"net/http: invalid header field", "net/http: invalid method", "unsupported protocol scheme", "http: no Host in request URL", "net/http: nil Request"} {
+	for _, s := range []string{"net/http: invalid method", "http: no Host in request URL", "net/http: nil Request"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -214,10 +219,9 @@ func retryWait(min, max time.Duration, n int, resp *http.Response, now time.Time
 			return clamp(d, min, max)
 		}
 	}
-	ceiling := max
-	if n < 32 && min<<n > 0 && min<<n < max {
-		ceiling = min << n
-	}
+	// retryablehttp's backoff without an answer: min doubled n times,
+	// at most max.
+	ceiling := retryablehttp.DefaultBackoff(min, max, n, nil)
 	if ceiling <= min {
 		return min
 	}
@@ -262,17 +266,17 @@ func withoutURL(err error) error {
 // route is deprecated (Deprecation, RFC 9745) or will go away (Sunset, RFC
 // 8594), so that the news reaches whoever reads the logs before the route
 // is gone.
-func (x *exchange) noteDeprecation(ctx context.Context, h http.Header) {
+func (c *Client) noteDeprecation(ctx context.Context, req *request, tok *Token, h http.Header) {
 	deprecation, sunset := h.Get("Deprecation"), h.Get("Sunset")
 	if deprecation == "" && sunset == "" {
 		return
 	}
-	key := routeOf(x.req)
-	if _, seen := x.client.deprecated.LoadOrStore(key, struct{}{}); seen {
+	key := routeOf(req)
+	if _, seen := c.deprecated.LoadOrStore(key, struct{}{}); seen {
 		return
 	}
-	r := x.client.redactor(x.req, x.token) // the values come from outside
-	x.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
+	r := c.redactor(req, tok) // the values come from outside
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
 		slog.String("method", key.method), slog.String("route", key.route),
 		slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
 }
