@@ -56,7 +56,7 @@ func spanNames(spans *tracetest.SpanRecorder) []string {
 	return names
 }
 
-var wantReadmeSpans = []string{"POST /auth/token", "GET /users/{user_id}"}
+var wantReadmeSpans = []string{"POST /auth/token", "POST /auth/token", "GET /users/{user_id}", "GET /users/{user_id}"}
 
 func TestReadmeNewTracedClient(t *testing.T) {
 	srv := readmeServer(t)
