@@ -204,18 +204,6 @@ func (o AuthOutcome) String() string {
 	return "unknown"
 }
 
-// maxPathValues is the most parameters a route of the API has.
-const maxPathValues = 2
-
-// named sets the route template of req and the raw values of its
-// parameters, in order, and returns req. The values are kept in an array
-// so that naming costs no allocation when nothing observes.
-func (req *request) named(route string, values ...string) *request {
-	req.route = route
-	copy(req.values[:], values)
-	return req
-}
-
 // operation describes req for an observer.
 func (req *request) operation() Operation {
 	op := Operation{Method: req.method, Route: req.route}
@@ -233,39 +221,6 @@ func (req *request) operation() Operation {
 		rest = tail
 	}
 	return op
-}
-
-// startOperation calls the OperationStart hook of c's Observer for req
-// and returns the context the operation runs with, and the Operation to
-// end it with (nil when no hook wants it: endOperation then does nothing).
-func (c *Client) startOperation(ctx context.Context, req *request) (context.Context, *Operation) {
-	obs := c.observer
-	if obs == nil || (obs.OperationStart == nil && obs.OperationDone == nil) {
-		return ctx, nil
-	}
-	op := req.operation()
-	if obs.OperationStart != nil {
-		if octx := obs.OperationStart(ctx, op); octx != nil {
-			ctx = octx
-		}
-	}
-	return ctx, &op
-}
-
-// endOperation calls the OperationDone hook for the operation that
-// startOperation started.
-func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, status int, err error) {
-	if op == nil || c.observer.OperationDone == nil {
-		return
-	}
-	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
-}
-
-// observeRetry reports a retry of req to c's Observer.
-func (c *Client) observeRetry(ctx context.Context, req *request, r RetryInfo) {
-	if c.observer != nil && c.observer.Retry != nil {
-		c.observer.Retry(ctx, req.operation(), r)
-	}
 }
 
 // observer is the Observer of a's Client, nil when none.
