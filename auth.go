@@ -518,9 +518,6 @@ func checkTokenResponse(req *request, resp *http.Response) error {
 	}
 }
 
-// Format describes c without its credentials or tokens, whatever the verb.
-func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
-
 // formatRedacted is the Format of the types that hold a secret: it writes
 // their redacted description for every verb, quoted for %q, so that no
 // verb falls through to fmt's field-by-field printing.

@@ -211,18 +211,6 @@ func (o AuthOutcome) String() string {
 	return "unknown"
 }
 
-// maxPathValues is the most parameters a route of the API has.
-const maxPathValues = 2
-
-// named sets the route template of req and the raw values of its
-// parameters, in order, and returns req. The values are kept in an array
-// so that naming costs no allocation when nothing observes.
-func (req *request) named(route string, values ...string) *request {
-	req.route = route
-	copy(req.values[:], values)
-	return req
-}
-
 // operation describes req for an observer.
 func (req *request) operation() Operation {
 	op := Operation{Method: req.method, Route: req.route}
@@ -242,24 +230,14 @@ func (req *request) operation() Operation {
 	return op
 }
 
-// startOperation calls the OperationStart hook of c's Observer for req
-// and returns the context the operation runs with, and the Operation to
-// end it with (nil when no hook wants it: endOperation then does nothing).
-func (c *Client) startOperation(ctx context.Context, req *request) (context.Context, *Operation) {
-	obs := c.observer
-	if obs == nil || (obs.OperationStart == nil && obs.OperationDone == nil) {
-		return ctx, nil
+// markOperation returns the context of an operation that obs observes,
+// marked for the flights the operation waits for (see joined) when obs
+// has a FlightJoined hook.
+func markOperation(ctx context.Context, obs *Observer) context.Context {
+	if obs.FlightJoined == nil {
+		return ctx
 	}
-	op := req.operation()
-	if obs.OperationStart != nil {
-		if octx := obs.OperationStart(ctx, op); octx != nil {
-			ctx = octx
-		}
-	}
-	if obs.FlightJoined != nil {
-		ctx = context.WithValue(ctx, operationKey{}, &operationMark{obs: obs})
-	}
-	return ctx, &op
+	return context.WithValue(ctx, operationKey{}, &operationMark{obs: obs})
 }
 
 // operationKey keys an operation's *operationMark in its context.
@@ -282,22 +260,6 @@ func markOf(ctx context.Context) *operationMark {
 func joined(ctx, started context.Context, origin *operationMark) {
 	if m := markOf(ctx); m != nil && m != origin {
 		m.obs.FlightJoined(ctx, started)
-	}
-}
-
-// endOperation calls the OperationDone hook for the operation that
-// startOperation started.
-func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, status int, err error) {
-	if op == nil || c.observer.OperationDone == nil {
-		return
-	}
-	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
-}
-
-// observeRetry reports a retry of req to c's Observer.
-func (c *Client) observeRetry(ctx context.Context, req *request, r RetryInfo) {
-	if c.observer != nil && c.observer.Retry != nil {
-		c.observer.Retry(ctx, req.operation(), r)
 	}
 }
 

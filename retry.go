@@ -1,18 +1,19 @@
 package management
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"io"
 	"log/slog"
+	"math/bits"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -25,154 +26,6 @@ import (
 // and RetryWaitMax) and are otherwise exponential with full jitter between
 // RetryWaitMin and RetryWaitMax. A wait that would pass the context's
 // deadline is not taken: the last answer is returned at once.
-
-// send makes req's HTTP requests through the retry policy and returns the
-// final answer (any status) or a *TransportError, with the token the last
-// request carried (nil with the client credentials): the redactor of an
-// error needs it, and Client.do drops it after a 401. Each request carries
-// what auth gives at that moment, so that a retry never carries a token
-// the source replaced during the wait. why says why the first request is
-// itself a resend (the replay after a 401).
-func (c *Client) send(ctx context.Context, req *request, auth authorizer, why ResendReason) (*http.Response, *Token, error) {
-	route := routeOf(req)
-	if err := c.pauses.wait(ctx, route); err != nil {
-		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: err}
-	}
-	var tok *Token
-	for n := 1; ; n, why = n+1, ResendRetry {
-		header, t, err := auth.authorize(ctx)
-		if err != nil {
-			return nil, tok, err
-		}
-		tok = t
-		hr, err := c.newHTTPRequest(ctx, req, header)
-		if err != nil {
-			return nil, tok, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
-		}
-		resp, err := c.sendOnce(ctx, req, hr, tok, why)
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-			c.noteAnswer(ctx, req, tok, resp)
-		}
-		c.logAttempt(ctx, slog.LevelDebug, "management: attempt", req, n, status)
-		final := func(err error) (*http.Response, *Token, error) {
-			if err == nil {
-				return resp, tok, nil
-			}
-			if resp != nil {
-				discard(resp.Body)
-			}
-			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: withoutURL(err)}
-		}
-		switch {
-		case ctx.Err() != nil:
-			return final(ctx.Err())
-		case !retryable(ctx, resp, err):
-			return final(err)
-		case n > c.maxRetries:
-			c.logAttempt(ctx, slog.LevelInfo, "management: giving up", req, n, status)
-			return final(err)
-		}
-		now := time.Now()
-		deadline, _ := ctx.Deadline()
-		// While the route is paused, the wait lasts until this attempt's turn;
-		// a retry that gives up takes none.
-		wait, giveUp := c.pauses.turn(route, now, deadline, retryWait(c.waitMin, c.waitMax, n-1, resp, now))
-		if giveUp {
-			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, the wait would pass the deadline", req, n, status, slog.Duration("wait", wait))
-			return final(err)
-		}
-		req.waited += wait
-		c.observeRetry(ctx, req, RetryInfo{Attempt: n, Status: status, Wait: wait})
-		if err != nil {
-			text := escape(c.redactor(req, tok).text(withoutURL(err).Error()))
-			c.logAttempt(ctx, slog.LevelInfo, "management: retrying", req, n, status, slog.Duration("wait", wait), slog.String("error", text))
-		} else {
-			discard(resp.Body)
-			c.logAttempt(ctx, slog.LevelInfo, "management: retrying", req, n, status, slog.Duration("wait", wait))
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: err}
-		}
-	}
-}
-
-// newHTTPRequest is one HTTP request of req, with the Authorization
-// header auth.
-func (c *Client) newHTTPRequest(ctx context.Context, req *request, auth string) (*http.Request, error) {
-	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, bodyOf(req))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header = http.Header{
-		"Authorization": {auth},
-		"Content-Type":  {"application/json"},
-		"Accept":        {"application/json"},
-		"User-Agent":    {c.userAgent},
-	}
-	return hr, nil
-}
-
-// sendOnce sends hr, one HTTP request of req, between the Observer's
-// AttemptStart and AttemptDone.
-func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, tok *Token, why ResendReason) (*http.Response, error) {
-	resent := req.attempts
-	req.attempts++
-	if !c.observesAttempts() {
-		return c.httpClient.Do(hr)
-	}
-	op, a := req.operation(), c.attempt(req, resent, why)
-	if actx := c.startAttempt(ctx, op, a, hr); actx != ctx {
-		hr = hr.WithContext(actx)
-		ctx = actx
-	}
-	resp, err := c.httpClient.Do(hr)
-	c.doneAttempt(ctx, op, a, req, tok, resp, err)
-	return resp, err
-}
-
-// bodyOf is req's body as a reader net/http can rewind (it sets GetBody
-// for a *bytes.Reader); nil for none.
-func bodyOf(req *request) io.Reader {
-	if req.body == nil {
-		return nil
-	}
-	return bytes.NewReader(req.body)
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// logAttempt writes one record about attempt n of req, if the logger wants it.
-func (c *Client) logAttempt(ctx context.Context, level slog.Level, msg string, req *request, n, status int, extra ...slog.Attr) {
-	if !c.logger.Enabled(ctx, level) {
-		return
-	}
-	attrs := append([]slog.Attr{slog.String("method", req.method), slog.String("path", req.path),
-		slog.Int("status", status), slog.Int("attempt", n)}, extra...)
-	c.logger.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// noteAnswer notes what an answer says beyond its status: that its route
-// is deprecated, or that the service asks the route to pause.
-func (c *Client) noteAnswer(ctx context.Context, req *request, tok *Token, resp *http.Response) {
-	c.noteDeprecation(ctx, req, tok, resp.Header)
-	if status := resp.StatusCode; status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
-			c.notePause(ctx, req, status, d)
-		}
-	}
-}
 
 // retryable reports whether an attempt that ended with resp or err is worth
 // another: 429, 500, 502, 503 and 504, and the connection failures that
@@ -252,31 +105,134 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// withoutURL drops the URL that *url.Error prints (net/http and
-// retryablehttp print it whole, query string included) and keeps the cause.
-func withoutURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
+// routePauses is the Client's memory of the service asking it to slow down.
+// When an answer is 429 or 503 with Retry-After, every other call to the
+// same route is about to get the same answer: until the announced time
+// (capped at RetryWaitMax), new attempts and retries on that route wait,
+// each bounded by its own context, then go out spread over the second after
+// the pause (see spreadOffset) rather than all at once. A route is a method
+// and a path template, so one proxy's 503 on one route does not hold the
+// others; the token endpoint is a route of its own.
+type routePauses struct {
+	paused atomic.Bool // any pause was ever set: calls skip the lock until then
+	mu     sync.Mutex
+	routes map[routeKey]*pauseState
 }
 
-// noteDeprecation logs, once per route and Client, an answer that says its
-// route is deprecated (Deprecation, RFC 9745) or will go away (Sunset, RFC
-// 8594), so that the news reaches whoever reads the logs before the route
-// is gone.
-func (c *Client) noteDeprecation(ctx context.Context, req *request, tok *Token, h http.Header) {
-	deprecation, sunset := h.Get("Deprecation"), h.Get("Sunset")
-	if deprecation == "" && sunset == "" {
-		return
+// pauseState is one route's pause: until when, and how many attempts have
+// been given a turn after it.
+type pauseState struct {
+	until time.Time
+	turns uint64
+}
+
+// pauseSpread is how long after a pause the attempts it held go out. The
+// release is a deliberate burst, not a capped rate: however many attempts
+// were held, they go out within this second, evenly spread, so that a
+// patient call waits at most this long past the pause whatever the others
+// do; the service said how long to wait, not how fast to come back.
+const pauseSpread = time.Second
+
+// spreadOffset is when the k-th attempt held by a pause goes out, after
+// the pause: the k-th point of the van der Corput sequence (k's bits
+// reversed after the binary point: 0, 1/2, 1/4, 3/4, 1/8, ...) times
+// pauseSpread. However many attempts there turn out to be, the first n are
+// spread evenly over the second, every gap at most twice the even one, and
+// none goes out a second or more past the pause.
+func spreadOffset(k uint64) time.Duration {
+	hi, _ := bits.Mul64(bits.Reverse64(k), uint64(pauseSpread))
+	return time.Duration(hi)
+}
+
+// routeKey names a route: a method and a path template.
+type routeKey struct{ method, route string }
+
+// routeOf is req's route; the path stands in for a request without a template.
+func routeOf(req *request) routeKey {
+	return routeKey{req.method, cmp.Or(req.route, req.path)}
+}
+
+// turn returns how long an attempt on route must wait: at least floor, and
+// while the route is paused until the attempt's turn after the pause. When
+// the wait would reach deadline (unless it is zero), the attempt is refused
+// and takes no turn, so that impatient calls do not push patient ones back.
+func (p *routePauses) turn(route routeKey, now, deadline time.Time, floor time.Duration) (wait time.Duration, refused bool) {
+	if !p.paused.Load() {
+		return floor, !deadline.IsZero() && !now.Add(floor).Before(deadline)
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	wait = floor
+	st := p.routes[route]
+	paused := st != nil && now.Before(st.until)
+	if paused {
+		wait = max(wait, st.until.Add(spreadOffset(st.turns)).Sub(now))
+	}
+	if !deadline.IsZero() && !now.Add(wait).Before(deadline) {
+		return wait, true
+	}
+	if paused {
+		st.turns++
+	}
+	return wait, false
+}
+
+// wait returns once route's pause, if any, is over and it is this
+// attempt's turn, or at once with an error matching ErrRateLimited when ctx
+// would end first. An attempt whose turn comes while a new pause holds the
+// route (a 429 answered an attempt released before it) waits for a turn
+// after that one.
+func (p *routePauses) wait(ctx context.Context, route routeKey) error {
+	if !p.paused.Load() {
+		return nil // the common case, without reading the clock
+	}
+	deadline, _ := ctx.Deadline()
+	for {
+		d, refused := p.turn(route, time.Now(), deadline, 0)
+		switch {
+		case d <= 0:
+			return nil
+		case refused:
+			return errorf("%w: the service asked for a pause of %v, past the context's deadline", ErrRateLimited, d.Round(time.Millisecond))
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// pause holds route for d from now; it reports whether this starts a pause
+// (rather than extending one), so that a pause is logged once.
+func (p *routePauses) pause(route routeKey, d time.Duration, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.routes == nil {
+		p.routes = make(map[routeKey]*pauseState)
+		p.paused.Store(true)
+	}
+	st := p.routes[route]
+	until := now.Add(d)
+	switch {
+	case st == nil || !now.Before(st.until):
+		p.routes[route] = &pauseState{until: until}
+		return true
+	case until.After(st.until):
+		st.until = until
+	}
+	return false
+}
+
+// notePause records a 429 or 503 answer with Retry-After as a pause of its
+// route, logged once per pause.
+func (c *Client) notePause(ctx context.Context, req *request, status int, retryAfter time.Duration) {
+	d := clamp(retryAfter, c.waitMin, c.waitMax)
 	key := routeOf(req)
-	if _, seen := c.deprecated.LoadOrStore(key, struct{}{}); seen {
-		return
+	if c.pauses.pause(key, d, time.Now()) {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service asked to slow down; pausing the route",
+			slog.String("method", key.method), slog.String("route", key.route), slog.Int("status", status), slog.Duration("pause", d))
 	}
-	r := c.redactor(req, tok) // the values come from outside
-	c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
-		slog.String("method", key.method), slog.String("route", key.route),
-		slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
 }
