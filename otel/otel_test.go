@@ -471,16 +471,16 @@ func noneOf(t *testing.T, spans []sdktrace.ReadOnlySpan, rm metricdata.ResourceM
 		check("span name", s.Name())
 		check("span "+s.Name()+" status", s.Status().Description)
 		for _, kv := range s.Attributes() {
-			check("span "+s.Name(), string(kv.Key)+"="+kv.Value.Emit())
+			check("span "+s.Name(), string(kv.Key)+"="+kv.Value.String())
 		}
 		for _, e := range s.Events() {
 			for _, kv := range e.Attributes {
-				check("event of "+s.Name(), string(kv.Key)+"="+kv.Value.Emit())
+				check("event of "+s.Name(), string(kv.Key)+"="+kv.Value.String())
 			}
 		}
 		for _, l := range s.Links() {
 			for _, kv := range l.Attributes {
-				check("link of "+s.Name(), string(kv.Key)+"="+kv.Value.Emit())
+				check("link of "+s.Name(), string(kv.Key)+"="+kv.Value.String())
 			}
 		}
 	}
@@ -499,7 +499,7 @@ func noneOf(t *testing.T, spans []sdktrace.ReadOnlySpan, rm metricdata.ResourceM
 			}
 			for _, set := range sets {
 				for _, kv := range set.ToSlice() {
-					check("metric "+m.Name, string(kv.Key)+"="+kv.Value.Emit())
+					check("metric "+m.Name, string(kv.Key)+"="+kv.Value.String())
 				}
 			}
 		}
@@ -619,7 +619,7 @@ func TestTourWithPathValues(t *testing.T) {
 				for _, p := range h.DataPoints {
 					for _, kv := range p.Attributes.ToSlice() {
 						for _, id := range ids {
-							if strings.Contains(kv.Value.Emit(), id) {
+							if strings.Contains(kv.Value.String(), id) {
 								t.Errorf("metric %s records %q with WithPathValues", m.Name, id)
 							}
 						}

@@ -183,7 +183,7 @@ func render(ns []*node) string {
 			}
 			b.WriteString("\n")
 			for _, kv := range s.Attributes() {
-				fmt.Fprintf(&b, "%s    %s=%s\n", indent, kv.Key, kv.Value.Emit())
+				fmt.Fprintf(&b, "%s    %s=%s\n", indent, kv.Key, kv.Value.String())
 			}
 			for _, e := range s.Events() {
 				fmt.Fprintf(&b, "%s    event %s %v\n", indent, e.Name, attrs(e.Attributes))
