@@ -245,12 +245,6 @@ func (a *Authenticator) observeCalls(ctx context.Context, delta int) {
 	}
 }
 
-// observesAttempts reports whether c's Observer has an attempt hook: only
-// then is an Attempt built.
-func (c *Client) observesAttempts() bool {
-	return c.observer != nil && (c.observer.AttemptStart != nil || c.observer.AttemptDone != nil)
-}
-
 // attempt describes the attempt of req that resent requests preceded.
 func (c *Client) attempt(req *request, resent int, why ResendReason) Attempt {
 	return Attempt{
