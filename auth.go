@@ -476,15 +476,29 @@ type authorizer interface {
 	authorize(ctx context.Context) (string, *Token, error)
 }
 
-// bearer authorizes a request of the API with the management token.
-type bearer struct{ tokens TokenSource }
+// bearer authorizes a request of the API with the management token. It
+// keeps the header of the token it last gave, so that the header is built
+// once per token rather than once per request; it compares the token's
+// fields, not its pointer, as a TokenSource may change a Token in place.
+type bearer struct {
+	tokens TokenSource
+	last   atomic.Pointer[bearerHeader]
+}
+
+// bearerHeader is the Authorization header value of a token.
+type bearerHeader struct{ access, typ, value string }
 
 func (b *bearer) authorize(ctx context.Context) (string, *Token, error) {
 	tok, err := b.tokens.Token(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	return tok.header(), tok, nil
+	if h := b.last.Load(); h != nil && h.access == tok.AccessToken && h.typ == tok.TokenType {
+		return h.value, tok, nil
+	}
+	h := &bearerHeader{access: tok.AccessToken, typ: tok.TokenType, value: tok.header()}
+	b.last.Store(h)
+	return h.value, tok, nil
 }
 
 // basic authorizes the token request with the client credentials.

@@ -113,7 +113,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.tokens, c.invalidator = cache, cache
 		c.creds = append([]string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret}, authForms(cache.auth)...)
 	}
-	c.bearer = bearer{c.tokens}
+	c.bearer.tokens = c.tokens
 	if err := c.setSharedStore(cfg); err != nil {
 		return nil, err
 	}
@@ -175,6 +175,10 @@ type request struct {
 	values   [maxPathValues]string
 	attempts int
 	waited   time.Duration
+
+	// answer reads the 2xx body decode reads: held here, as the request
+	// is allocated anyway.
+	answer limitedBody
 }
 
 // maxPathValues is the most parameters a route of the API has.
@@ -480,7 +484,8 @@ type wireError struct {
 // is a *DecodeError that says what came back.
 func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	defer resp.Body.Close()
-	body := &limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
+	body := &req.answer
+	*body = limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
 	err := decodeJSON(body, out)
 	if body.over {
 		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, c.maxBody)
@@ -639,8 +644,8 @@ func (c *Client) redactor(req *request, tok *Token) *redactor {
 	return newRedactor(append(creds, authForms(req.credential)...)...)
 }
 
-// withoutURL drops the URL that *url.Error prints (net/http and
-// retryablehttp print it whole, query string included) and keeps the cause.
+// withoutURL drops the URL that *url.Error prints (net/http prints it
+// whole, query string included) and keeps the cause.
 func withoutURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
