@@ -313,8 +313,8 @@ func propagated(name string) bool {
 	return true
 }
 
-// doneAttempt calls AttemptDone with what came back: resp, or err (which
-// it redacts with r).
+// doneAttempt calls AttemptDone with what came back: resp, or err,
+// redacted of the credentials the attempt carried.
 func (c *Client) doneAttempt(ctx context.Context, op Operation, a Attempt, req *request, tok *Token, resp *http.Response, err error) {
 	if c.observer.AttemptDone == nil {
 		return
