@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,23 +20,33 @@ type redisServer struct {
 	cmd  *exec.Cmd
 }
 
-// startRedis starts a redis-server for t. Without the binary the test is
-// skipped, unless MANAGEMENT_REQUIRE_SERVERS is set (as CI does): then it
-// fails, so that a green run never means that nothing was tested.
-func startRedis(t testing.TB) *redisServer {
+// lookBinary returns the path of a server binary the test needs. Without it
+// the test is skipped, unless MANAGEMENT_REQUIRE_SERVERS is set (as CI
+// does): then it fails, so that a green run never means that nothing was
+// tested.
+func lookBinary(t testing.TB, name string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("MANAGEMENT_REQUIRE_SERVERS") != "" {
-			t.Fatalf("redis-server is not installed (MANAGEMENT_REQUIRE_SERVERS is set): %v", err)
+			t.Fatalf("%s is not installed (MANAGEMENT_REQUIRE_SERVERS is set): %v", name, err)
 		}
-		t.Skipf("redis-server is not installed: %v", err)
+		t.Skipf("%s is not installed: %v", name, err)
 	}
+	return bin
+}
+
+// startRedis starts a redis-server for t, with extra arguments appended to
+// its command line.
+func startRedis(t testing.TB, extra ...string) *redisServer {
+	t.Helper()
+	bin := lookBinary(t, "redis-server")
 	port := freePort(t)
-	cmd := exec.Command(bin,
+	args := append([]string{
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes",
-		"--dir", t.TempDir())
+		"--dir", t.TempDir()}, extra...)
+	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}
@@ -52,6 +63,23 @@ func (s *redisServer) Stop() {
 	}
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
+}
+
+// Pause stops the server's process (SIGSTOP): it keeps its connections and
+// accepts new ones, but answers nothing until Resume, as a hung host does.
+func (s *redisServer) Pause(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP of redis-server: %v", err)
+	}
+}
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *redisServer) Resume(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT of redis-server: %v", err)
+	}
 }
 
 // waitReady waits until the server answers PING (it takes a few

@@ -6,11 +6,56 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-func TestGetSetDelete(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+// contract is what a Store does on any Redis deployment: each case runs on a
+// single redis-server here and on a Cluster in TestCluster, with an empty
+// database.
+var contract = []struct {
+	name string
+	test func(*testing.T, redis.UniversalClient)
+}{
+	{"GetSetDelete", testGetSetDelete},
+	{"Prefix", testPrefix},
+	{"NonPositiveTTLRefused", testNonPositiveTTLRefused},
+	{"TryLock", testTryLock},
+	{"UnlockAfterExpiryLeavesTheNewHolder", testUnlockAfterExpiryLeavesTheNewHolder},
+}
+
+func TestContract(t *testing.T) {
+	rdb := startRedis(t).Client(t)
+	runContract(t, rdb)
+}
+
+// runContract runs the contract on rdb, emptying it before each case.
+func runContract(t *testing.T, rdb redis.UniversalClient) {
+	for _, c := range contract {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, rdb)
+			c.test(t, rdb)
+		})
+	}
+}
+
+// flush empties every master of rdb.
+func flush(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.FlushAll(ctx).Err() })
+	} else {
+		err = rdb.FlushAll(ctx).Err()
+	}
+	if err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
+}
+
+func testGetSetDelete(t *testing.T, rdb redis.UniversalClient) {
 	s := New(rdb)
 	ctx := context.Background()
 
@@ -38,9 +83,7 @@ func TestGetSetDelete(t *testing.T) {
 	}
 }
 
-func TestPrefix(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+func testPrefix(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	if err := New(rdb, WithPrefix("svc-a:")).Set(ctx, "k", []byte("a"), time.Minute); err != nil {
 		t.Fatal(err)
@@ -53,9 +96,8 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
-func TestNonPositiveTTLRefused(t *testing.T) {
-	srv := startRedis(t)
-	s := New(srv.Client(t))
+func testNonPositiveTTLRefused(t *testing.T, rdb redis.UniversalClient) {
+	s := New(rdb)
 	ctx := context.Background()
 	if err := s.Set(ctx, "k", []byte("v"), 0); err == nil {
 		t.Error("Set with ttl 0 succeeded; want an error (every entry expires)")
@@ -65,9 +107,7 @@ func TestNonPositiveTTLRefused(t *testing.T) {
 	}
 }
 
-func TestTryLock(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+func testTryLock(t *testing.T, rdb redis.UniversalClient) {
 	a, b := New(rdb), New(rdb)
 	ctx := context.Background()
 
@@ -93,9 +133,7 @@ func TestTryLock(t *testing.T) {
 
 // A holder whose lease expired must not free the lease another holder took
 // since: the release compares the value before it deletes.
-func TestUnlockAfterExpiryLeavesTheNewHolder(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+func testUnlockAfterExpiryLeavesTheNewHolder(t *testing.T, rdb redis.UniversalClient) {
 	s := New(rdb)
 	ctx := context.Background()
 
