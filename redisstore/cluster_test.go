@@ -185,6 +185,9 @@ func (c *cluster) masterOf(t testing.TB, key string) *redisServer {
 	var found *redisServer
 	err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		n, err := m.Exists(ctx, key).Result()
+		if err != nil && strings.HasPrefix(err.Error(), "MOVED ") {
+			return nil // not this master's slot
+		}
 		if err == nil && n == 1 {
 			for _, s := range c.nodes {
 				if s.Addr == m.Options().Addr {

@@ -13,6 +13,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+func init() {
+	// go-redis logs every refused dial to the standard logger; the tests kill
+	// servers on purpose, and assert what the SDK sees instead.
+	redis.SetLogger(quiet{})
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // redisServer is a redis-server process started by a test on a free
 // loopback port, with persistence off. It is stopped when the test ends.
 type redisServer struct {
@@ -105,7 +115,7 @@ func (s *redisServer) waitReady(t testing.TB) {
 
 // Client returns a go-redis client of the server, closed when the test ends.
 func (s *redisServer) Client(t testing.TB) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }

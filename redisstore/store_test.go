@@ -3,6 +3,7 @@ package redisstore
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,30 @@ func TestErrorsWhenRedisIsGone(t *testing.T) {
 	}
 	if _, ok, err := s.TryLock(ctx, "l", time.Minute); ok || err == nil {
 		t.Errorf("TryLock with Redis gone = %v, %v; want an error", ok, err)
+	}
+}
+
+func TestNewWarnsWithoutContextDeadlines(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		rdb  redis.UniversalClient
+		warn bool
+	}{
+		{"Client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), true},
+		{"ClientWithDeadlines", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), false},
+		{"ClusterClient", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), true},
+		{"ClusterClientWithDeadlines", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), false},
+		{"Ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), true},
+		{"RingWithDeadlines", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Cleanup(func() { _ = tt.rdb.Close() })
+			var logged bytes.Buffer
+			New(tt.rdb, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+			warned := strings.Contains(logged.String(), "level=WARN") && strings.Contains(logged.String(), "ContextTimeoutEnabled")
+			if warned != tt.warn {
+				t.Errorf("logged %q; want a Warn naming ContextTimeoutEnabled: %v", logged.String(), tt.warn)
+			}
+		})
 	}
 }
