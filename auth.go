@@ -202,7 +202,7 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 	f := s.inflight
 	if f == nil {
 		refused := s.refused
-		f = startFlight(ctx, tokenFetchTimeout, func(ctx context.Context) (*Token, error) { return s.fetch(ctx, refused) })
+		f = startFlight(keepDeadline(ctx), tokenFetchTimeout, func(ctx context.Context) (*Token, error) { return s.fetch(ctx, refused) })
 		s.inflight = f
 	}
 	s.mu.Unlock()

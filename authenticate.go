@@ -441,11 +441,11 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 	if a.calls >= a.maxCalls {
 		return nil, ErrTooManyChecks
 	}
-	if a.misses != nil && !a.misses.Allow() {
+	if a.SharedStore == nil && !a.withinBudget() { // with a store, judge spends it, once the store has no verdict
 		return nil, ErrOverMissBudget
 	}
 	var call *flight[authVerdict]
-	call = startFlight(ctx, a.timeout, func(ctx context.Context) (authVerdict, error) {
+	call = startFlight(keepDeadline(ctx), a.timeout, func(ctx context.Context) (authVerdict, error) {
 		a.observeCalls(ctx, 1)
 		defer a.observeCalls(ctx, -1)
 		v, err := a.judge(ctx, header)
@@ -459,9 +459,6 @@ func (a *Authenticator) join(ctx context.Context, key [sha256.Size]byte, header 
 			}
 		}
 		a.mu.Unlock()
-		if !current && err == nil {
-			a.dropShared(ctx, header) // Forget may have run before judge stored it
-		}
 		return v, err
 	})
 	a.inflight[key] = call
@@ -532,16 +529,26 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 // replica that holds the token's lease asks the service; the others wait
 // for its verdict (see awaitShared).
 func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
-	if v, ok := a.awaitShared(ctx, header); ok {
+	v, key, ok := a.awaitShared(ctx, header)
+	if ok {
 		return v, nil
+	}
+	if a.SharedStore != nil && !a.withinBudget() {
+		return authVerdict{}, ErrOverMissBudget
 	}
 	auth, err := a.authenticate(ctx, header)
 	if err != nil {
 		return authVerdict{}, err
 	}
-	v := a.verdictFor(auth, header, time.Now())
-	a.storeShared(ctx, header, auth, v.expires)
+	v = a.verdictFor(auth, header, time.Now())
+	a.storeShared(ctx, key, auth, v.expires)
 	return v, nil
+}
+
+// withinBudget spends one check of MissBudget, if it allows one: only a
+// check about to reach the service spends it.
+func (a *Authenticator) withinBudget() bool {
+	return a.misses == nil || a.misses.Allow()
 }
 
 // authenticate asks the service about header, or fails with an error

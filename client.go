@@ -44,8 +44,8 @@ type Client struct {
 
 	// seal seals what goes into a shared store; nil without a secret to
 	// derive it from (see Config.SharedStoreKey).
-	seal         *sealer
-	storeTimeout time.Duration
+	seal   *sealer
+	stores storeGuard // bounds every call to a shared store (see store.go)
 }
 
 // NewClient validates cfg and returns a Client. It sends nothing: the first

@@ -5,19 +5,33 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
 
 // Defaults of the shared store's knobs.
 const (
+	// defaultSharedStoreTimeout bounds one store call. A GET on a loaded
+	// 2-core host takes under 5 ms at the 99.9th percentile (see
+	// scripts/bench-fleet.sh): 50 ms is more than ten times that, and
+	// short enough that a hung store delays no call noticeably.
 	defaultSharedStoreTimeout = 50 * time.Millisecond
 	// tokenLease bounds how long one replica may hold the lease on
 	// refreshing the fleet's token; past it, another replica takes over.
 	tokenLease = 10 * time.Second
-	// tokenPoll is how often a replica waiting for another's refresh reads
-	// the store again.
-	tokenPoll = 50 * time.Millisecond
+	// shortLeaseWait is how long a replica that needs a token now (its own
+	// has expired, or expires before a lease would lapse) waits for
+	// another replica's refresh before it fetches its own: a lease left by
+	// a replica that died, or held on purpose, costs the fleet a token
+	// request per replica, never a failed call.
+	shortLeaseWait = time.Second
+	// minPoll and pollJitter space the rounds of a replica waiting on a
+	// lease: each round is two store calls (read the value, try the lease),
+	// so at most 20 calls a second per key per waiter; the jitter keeps the
+	// replicas from polling in step.
+	minPoll    = 100 * time.Millisecond
+	pollJitter = 50 * time.Millisecond
 )
 
 // sharedTokens keeps the fleet's management token in a SharedStore, sealed,
@@ -26,9 +40,9 @@ const (
 // stores it; the others read it. A store that fails or is slow never fails a
 // call: the replica fetches on its own, and the failure streak is logged once.
 type sharedTokens struct {
-	store   SharedStore
+	store   guarded // every call bounded by Config.SharedStoreTimeout
 	seal    *sealer
-	timeout time.Duration // budget of one store operation
+	cache   *tokenCache // whose current token tells how long to wait for another replica
 	logger  *slog.Logger
 	failing atomic.Bool // a failure streak is under way
 }
@@ -49,18 +63,17 @@ type fetchFunc func(context.Context) (*Token, time.Time, error)
 // due for refresh and is not refused (the access token the service has just
 // refused with 401, "" for none); otherwise one this replica fetches under
 // the lease and stores, or one another replica stores while this one waits
-// (never past ctx nor the lease's lifetime); failing all that, one it
-// fetches on its own.
+// (see tokenPatience); failing all that, one it fetches on its own.
 func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
 	type stored struct {
 		tok       *Token
 		refreshAt time.Time
 	}
-	l := lease{store: s.store, key: s.seal.tokenLeaseKey(), ttl: tokenLease, poll: tokenPoll, timeout: s.timeout,
+	l := lease{store: s.store, key: s.seal.tokenLeaseKey(), ttl: tokenLease, patience: s.patience(ctx),
 		note: func(err error) { s.note(ctx, err) }}
-	got, found, unlock := awaitLease(ctx, l, func() (stored, bool) {
-		tok, refreshAt, ok := s.read(ctx, refused)
-		return stored{tok, refreshAt}, ok
+	got, found, unlock := awaitLease(ctx, l, func() (stored, bool, error) {
+		tok, refreshAt, ok, err := s.read(ctx, refused)
+		return stored{tok, refreshAt}, ok, err
 	})
 	if found {
 		return got.tok, got.refreshAt, nil
@@ -78,55 +91,64 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 	plain, _ := json.Marshal(storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
 	key := s.seal.tokenKey()
 	if ttl := time.Until(tok.Expiry); ttl > 0 {
-		sctx, cancel := s.budget(ctx)
-		defer cancel()
-		s.note(ctx, s.store.Set(sctx, key, s.seal.seal(key, plain), ttl))
+		s.note(ctx, s.store.Set(ctx, key, s.seal.seal(key, plain), ttl))
 	}
 	return tok, refreshAt, nil
 }
 
+// patience is how long this replica waits for another's refresh: the
+// lease's lifetime while its own token outlives that, so that its callers
+// are served meanwhile; otherwise (its callers are waiting, or soon will)
+// shortLeaseWait, and never more than half the time the caller that needed
+// the token has left.
+func (s *sharedTokens) patience(ctx context.Context) time.Duration {
+	s.cache.mu.Lock()
+	tok := s.cache.tok
+	s.cache.mu.Unlock()
+	if tok != nil && tok.Expiry.After(time.Now().Add(tokenLease)) {
+		return tokenLease
+	}
+	return callerPatience(ctx, shortLeaseWait)
+}
+
 // read returns the stored token if it opens, is not due for refresh and is
 // not refused. A value that does not open (foreign, corrupt, sealed with
-// another secret) is ignored.
-func (s *sharedTokens) read(ctx context.Context, refused string) (*Token, time.Time, bool) {
-	sctx, cancel := s.budget(ctx)
-	defer cancel()
+// another secret) is ignored: the lease's holder replaces it. A store that
+// fails is an error, not an absent token.
+func (s *sharedTokens) read(ctx context.Context, refused string) (*Token, time.Time, bool, error) {
 	key := s.seal.tokenKey()
-	sealed, err := s.store.Get(sctx, key)
+	sealed, err := s.store.Get(ctx, key)
 	s.note(ctx, err)
 	if err != nil || sealed == nil {
-		return nil, time.Time{}, false
+		return nil, time.Time{}, false, err
 	}
 	plain, ok := s.seal.open(key, sealed)
 	var st storedToken
 	if !ok || json.Unmarshal(plain, &st) != nil || (&Token{AccessToken: st.AccessToken, TokenType: st.TokenType}).check("access_token", "token_type") != nil {
-		return nil, time.Time{}, false
+		return nil, time.Time{}, false, nil
 	}
 	if st.AccessToken == refused || !time.Now().Before(st.RefreshAt) {
-		return nil, time.Time{}, false
+		return nil, time.Time{}, false, nil
 	}
-	return &Token{AccessToken: st.AccessToken, TokenType: st.TokenType, Expiry: st.Expiry}, st.RefreshAt, true
-}
-
-// budget bounds one store operation.
-func (s *sharedTokens) budget(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.timeout)
+	return &Token{AccessToken: st.AccessToken, TokenType: st.TokenType, Expiry: st.Expiry}, st.RefreshAt, true, nil
 }
 
 // note logs the start and the end of a streak of store failures, once each.
 func (s *sharedTokens) note(ctx context.Context, err error) {
-	noteStore(ctx, s.logger, &s.failing, "management token", err)
+	noteStore(ctx, s.logger, &s.failing, s.store.g, "management token", err)
 }
 
 // noteStore logs the start of a streak of failures of the shared store
-// (Warn) and its end (Info), once each, whatever the number of calls.
-func noteStore(ctx context.Context, logger *slog.Logger, failing *atomic.Bool, what string, err error) {
+// (Warn) and its end (Info, with the number of calls abandoned so far),
+// once each, whatever the number of calls.
+func noteStore(ctx context.Context, logger *slog.Logger, failing *atomic.Bool, g *storeGuard, what string, err error) {
 	switch {
 	case err != nil && !failing.Swap(true):
 		logger.LogAttrs(ctx, slog.LevelWarn, "management: shared store failing, going on without it",
 			slog.String("for", what), slog.String("error", err.Error()))
 	case err == nil && failing.Swap(false):
-		logger.LogAttrs(ctx, slog.LevelInfo, "management: shared store answering again", slog.String("for", what))
+		logger.LogAttrs(ctx, slog.LevelInfo, "management: shared store answering again", slog.String("for", what),
+			slog.Int64("abandoned_calls", g.abandoned.Load()))
 	}
 }
 
@@ -136,7 +158,7 @@ func (c *Client) setSharedStore(cfg Config) error {
 	if cfg.SharedStoreTimeout < 0 {
 		return errorf("%w: Config.SharedStoreTimeout must not be negative", ErrInvalidArgument)
 	}
-	c.storeTimeout = cmp.Or(cfg.SharedStoreTimeout, defaultSharedStoreTimeout)
+	c.stores.timeout = cmp.Or(cfg.SharedStoreTimeout, defaultSharedStoreTimeout)
 	master := cfg.SharedStoreKey
 	switch {
 	case len(master) > 0 && len(master) < minSharedStoreKey:
@@ -154,61 +176,90 @@ func (c *Client) setSharedStore(cfg Config) error {
 	}
 	c.seal = seal
 	if cache, ok := c.tokens.(*tokenCache); ok && cfg.SharedStore != nil {
-		cache.shared = &sharedTokens{store: cfg.SharedStore, seal: seal, timeout: c.storeTimeout, logger: c.logger}
+		cache.shared = &sharedTokens{store: c.stores.guard(cfg.SharedStore), seal: seal, cache: cache, logger: c.logger}
 	}
 	return nil
+}
+
+// callerDeadline is the context key of the deadline of the caller that
+// started a flight (see keepDeadline).
+type callerDeadline struct{}
+
+// keepDeadline returns ctx carrying its deadline as a value too: a flight
+// runs detached from its caller's context (and so without its deadline),
+// yet waits for another replica no longer than that caller can afford.
+func keepDeadline(ctx context.Context) context.Context {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithValue(ctx, callerDeadline{}, d)
+	}
+	return ctx
+}
+
+// callerPatience is limit, or half the time left to the deadline kept in ctx
+// (see keepDeadline) when that is shorter: the other half is for doing the
+// work itself.
+func callerPatience(ctx context.Context, limit time.Duration) time.Duration {
+	if d, ok := ctx.Value(callerDeadline{}).(time.Time); ok {
+		return max(min(limit, time.Until(d)/2), 0)
+	}
+	return limit
 }
 
 // lease is the protocol by which the replicas produce one value once and
 // share it through a store: read the value; if it is absent, take the
 // lease, read once more (the previous holder may have stored it and left
 // between the read and the lock) and produce it; if another replica holds
-// the lease, read again every poll, for at most ttl (a lease left by a
-// replica that died, or written by whoever can write the store, delays no
-// longer), never past ctx.
+// the lease, read again every poll (see minPoll), for at most patience (a
+// lease left by a replica that died, or written by whoever can write the
+// store, delays no longer), never past ctx. A store that fails, when
+// reading the value or taking the lease, ends the wait at once: an error is
+// not "not there yet", and the holder may well never be able to store.
 type lease struct {
-	store   SharedStore
-	key     string
-	ttl     time.Duration
-	poll    time.Duration
-	timeout time.Duration // budget of one store operation
-	note    func(error)   // logs a failing store, once a streak
+	store    guarded
+	key      string
+	ttl      time.Duration // the lease's lifetime in the store
+	patience time.Duration // how long to wait for another holder
+	note     func(error)   // logs a failing store, once a streak
 }
 
 // awaitLease returns the value read, or found false when this replica must
 // produce it: then unlock, when not nil, releases the lease it holds (nil
 // when the store failed, the wait gave up or ctx ended).
-func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool)) (v T, found bool, unlock func()) {
-	giveUp := time.Now().Add(l.ttl)
+func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error)) (v T, found bool, unlock func()) {
+	giveUp := time.Now().Add(l.patience)
 	for {
-		if v, ok := read(); ok {
+		v, ok, err := read()
+		switch {
+		case err != nil:
+			return v, false, nil
+		case ok:
 			return v, true, nil
 		}
-		sctx, cancel := context.WithTimeout(ctx, l.timeout)
-		release, locked, err := l.store.TryLock(sctx, l.key, l.ttl)
-		cancel()
+		release, locked, err := l.store.TryLock(ctx, l.key, l.ttl)
 		l.note(err)
 		switch {
 		case err != nil:
 			return v, false, nil
 		case locked:
 			unlock = func() {
-				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-				defer cancel()
-				l.note(release(uctx))
+				l.note(release(context.WithoutCancel(ctx)))
 			}
-			if v, ok := read(); ok {
+			if v, ok, err := read(); err == nil && ok {
 				unlock()
 				return v, true, nil
 			}
 			return v, false, unlock
-		case time.Now().After(giveUp):
+		}
+		left := time.Until(giveUp)
+		if left <= 0 {
 			return v, false, nil
 		}
+		t := time.NewTimer(min(minPoll+rand.N(pollJitter), left))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return v, false, nil
-		case <-time.After(l.poll):
+		case <-t.C:
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // sealer derives the keys of one Client's entries in a SharedStore and seals
 // their values, so that whoever can read or write the store can neither use
 // a stored token nor forge a verdict:
-//   - every storage key starts with a namespace hashed from the base URL,
+//   - every storage key holds a namespace hashed from the base URL,
 //     the path prefix and the client id (never the id itself), so services
 //     sharing one store never share entries;
 //   - values are sealed with AES-256-GCM under a key derived (HKDF-SHA256)
@@ -61,22 +61,48 @@ func newSealer(master []byte, baseURL, prefix, clientID string) (*sealer, error)
 		return nil, err
 	}
 	ns := sha256.Sum256([]byte("management-go/v1\x00" + baseURL + "\x00" + prefix + "\x00" + clientID))
-	s := &sealer{namespace: "mg1:" + hex.EncodeToString(ns[:12]) + ":", aead: aead, macKey: macKey}
+	s := &sealer{namespace: hex.EncodeToString(ns[:12]), aead: aead, macKey: macKey}
 	copy(s.keyID[:], id)
 	return s, nil
 }
 
+// The key layout, version 1 (keys start with "mg1:"). Each value shares a
+// Redis Cluster hash slot with its lease (and a verdict with its epoch) by a
+// hash tag, the part in braces, so that a value and its lease are up or
+// down together: a replica never waits on a lease whose holder cannot store
+// the value. The fleet's token is tagged with the namespace; each verdict
+// with its own HMAC, so that verdicts spread over the cluster.
+//
+//	mg1:{<ns>}:token              the management token
+//	mg1:{<ns>}:token:lease        the lease on refreshing it
+//	mg1:<ns>:verdict:{<mac>}:lease  the lease on asking about an End User token
+//	mg1:<ns>:verdict:{<mac>}:epoch  its epoch, set by Forget (see verdicts.go)
+//	mg1:<ns>:verdict:{<mac>}[:e<epoch>]  the verdict, under the epoch read before asking
+
 // tokenKey is the storage key of the fleet's management token.
-func (s *sealer) tokenKey() string { return s.namespace + "token" }
+func (s *sealer) tokenKey() string { return "mg1:{" + s.namespace + "}:token" }
 
 // tokenLeaseKey is the storage key of the lease on refreshing it.
-func (s *sealer) tokenLeaseKey() string { return s.namespace + "token-lease" }
+func (s *sealer) tokenLeaseKey() string { return s.tokenKey() + ":lease" }
 
-// verdictKey is the storage key of the verdict on an Authorization header value.
+// verdictKey is the storage key of the entries on an Authorization header
+// value: the verdict's (when no epoch was set), and the stem of its lease's,
+// epoch's and epoch-bound verdicts' keys.
 func (s *sealer) verdictKey(authorization string) string {
+	return "mg1:" + s.namespace + ":verdict:{" + s.mac(authorization) + "}"
+}
+
+// legacyVerdictKey is the key the layout before hash tags gave the verdict on
+// authorization, which Forget still deletes so that replicas not yet
+// upgraded during a rolling deploy stop accepting a forgotten token.
+func (s *sealer) legacyVerdictKey(authorization string) string {
+	return "mg1:" + s.namespace + ":verdict:" + s.mac(authorization)
+}
+
+func (s *sealer) mac(authorization string) string {
 	m := hmac.New(sha256.New, s.macKey)
 	m.Write([]byte(authorization))
-	return s.namespace + "verdict:" + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // seal encrypts plaintext for storage under key: version, key id, nonce,

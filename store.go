@@ -2,6 +2,8 @@ package management
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,4 +35,113 @@ type SharedStore interface {
 	// still this holder's (a lease that expired and was taken by another
 	// holder is left alone).
 	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(context.Context) error, ok bool, err error)
+}
+
+// maxAbandoned bounds the store calls a Client has abandoned (past
+// Config.SharedStoreTimeout) that are still running: beyond it, new calls
+// fail at once rather than start, so a store that hangs holds at most this
+// many goroutines, however many calls meet it.
+const maxAbandoned = 32
+
+// errStoreBusy is a store call refused because maxAbandoned calls are still
+// running; like any store failure, the caller goes on without the store.
+var errStoreBusy = errorf("shared store: %d calls abandoned and still running, not starting another", maxAbandoned)
+
+// storeGuard enforces Config.SharedStoreTimeout on every call to a
+// SharedStore, whatever the store does with its context (go-redis, for
+// one, ignores the deadline on socket reads unless told otherwise): a call
+// that overruns is abandoned, its error is the deadline's, and it finishes
+// in the background, counted, within maxAbandoned.
+type storeGuard struct {
+	timeout   time.Duration
+	running   atomic.Int64 // abandoned calls still running
+	abandoned atomic.Int64 // calls abandoned in all (logged when a failure streak ends)
+}
+
+// guarded is store with every call bounded by g.
+type guarded struct {
+	store SharedStore
+	g     *storeGuard
+}
+
+// guard returns store bounded by g.
+func (g *storeGuard) guard(store SharedStore) guarded { return guarded{store, g} }
+
+// callStore runs op with a context bounded by g.timeout, and returns its
+// result, or an error matching context.DeadlineExceeded once the timeout
+// passes (or ctx's error once ctx ends), abandoning op.
+func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if g.running.Load() >= maxAbandoned {
+		return zero, errStoreBusy
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	var state atomic.Int32 // 0 running, 1 answered, 2 abandoned
+	go func() {
+		v, err := op(ctx)
+		done <- result{v, err}
+		if !state.CompareAndSwap(0, 1) {
+			g.running.Add(-1) // abandoned: its caller is long gone
+		}
+	}()
+	select {
+	case r := <-done:
+		cancel()
+		return r.v, r.err
+	case <-ctx.Done():
+	}
+	g.running.Add(1)
+	if !state.CompareAndSwap(0, 2) { // it answered just now
+		g.running.Add(-1)
+		cancel()
+		r := <-done
+		return r.v, r.err
+	}
+	g.abandoned.Add(1)
+	err := ctx.Err()
+	cancel() // a store that honours its context may yet return early
+	return zero, fmt.Errorf("shared store: call abandoned after %v: %w", g.timeout, err)
+}
+
+func (s guarded) Get(ctx context.Context, key string) ([]byte, error) {
+	return callStore(ctx, s.g, func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) })
+}
+
+func (s guarded) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.store.Set(ctx, key, value, ttl)
+	})
+	return err
+}
+
+func (s guarded) Delete(ctx context.Context, key string) error {
+	_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) })
+	return err
+}
+
+// TryLock takes the lease; its unlock is bounded too.
+func (s guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (func(context.Context) error, bool, error) {
+	type lock struct {
+		unlock func(context.Context) error
+		ok     bool
+	}
+	l, err := callStore(ctx, s.g, func(ctx context.Context) (lock, error) {
+		unlock, ok, err := s.store.TryLock(ctx, key, ttl)
+		return lock{unlock, ok}, err
+	})
+	switch {
+	case err != nil || !l.ok:
+		return nil, false, err
+	case l.unlock == nil: // a store's bug: the lease then lapses by itself
+		return func(context.Context) error { return nil }, true, nil
+	}
+	return func(ctx context.Context) error {
+		_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) })
+		return err
+	}, true, nil
 }
