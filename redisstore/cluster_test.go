@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/serviceconnect/management"
 )
 
 // A Redis Cluster of 3 masters and 3 replicas, started by a test on free
@@ -266,4 +267,56 @@ func TestCluster(t *testing.T) {
 			t.Errorf("%d of 3 masters hold keys after 30 verdicts; want every one", got)
 		}
 	})
+	// Last: it kills the replicas.
+	t.Run("DeadSeedsBoundFirstCall", func(t *testing.T) { testDeadSeedsBoundFirstCall(t, c) })
+}
+
+// With dead nodes among the seeds a client starts from (here the
+// replicas, so that the cluster stays up), a replica's first call is
+// bounded by the SDK's SharedStoreTimeout, although go-redis's first command
+// may take longer whatever its context says: it looks up the command table
+// with a context of its own, and retries a refused dial.
+func testDeadSeedsBoundFirstCall(t *testing.T, c *cluster) {
+	var dead []*redisServer
+	for _, n := range c.nodes {
+		if nodes, err := view(context.Background(), n.Addr); err == nil && !slices.ContainsFunc(nodes, func(m clusterNode) bool {
+			return m.addr == n.Addr && m.master
+		}) {
+			dead = append(dead, n) // the replicas: the cluster stays up without them
+		}
+	}
+	for _, n := range dead {
+		n.Stop()
+	}
+
+	raw := make([]time.Duration, 8)
+	for i := range raw {
+		rdb := c.Client(t)
+		ctx, cancel := context.WithTimeout(context.Background(), failoverStoreTimeout)
+		start := time.Now()
+		_ = rdb.Get(ctx, "k").Err()
+		raw[i] = time.Since(start).Round(time.Millisecond)
+		cancel()
+	}
+	t.Logf("go-redis alone, first GET with a %v deadline on fresh clients: %v", failoverStoreTimeout, raw)
+
+	srv := seeded(t)
+	f := startFleet(t, srv, 8, func() management.SharedStore { return New(c.Client(t)) }, func(cfg *management.Config) {
+		cfg.SharedStoreTimeout = failoverStoreTimeout
+	})
+	// The first call reads the token from the store, fetches one when the
+	// read fails, and stores it: two store operations at most, each bounded.
+	bound := 2*failoverStoreTimeout + 250*time.Millisecond
+	var took []time.Duration
+	for _, r := range f.nodes {
+		start := time.Now()
+		if _, err := r.client.Users.Get(context.Background(), "u-1"); err != nil {
+			t.Errorf("first call: %v", err)
+		}
+		took = append(took, time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("the SDK's first call on fresh replicas: %v", took)
+	if slowest := slices.Max(took); slowest > bound {
+		t.Errorf("the slowest first call took %v; want at most %v (the store's timeout bounds each operation)", slowest, bound)
+	}
 }
