@@ -44,17 +44,18 @@ func WithPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = prefix }
 }
 
-// New returns a Store that keeps its keys in rdb. The Store does not own
-// rdb: closing rdb is the caller's business.
+// New returns a Store that keeps its keys in rdb, any go-redis client (of
+// one server, a Sentinel failover, a Cluster). The Store does not own rdb:
+// closing rdb is the caller's business.
 //
-// The SDK bounds each store operation with a context deadline
-// (management.Config.SharedStoreTimeout) and abandons an operation that
-// overruns it. go-redis honours that deadline on the socket only with
-// ContextTimeoutEnabled set in its options; without it, an abandoned
-// operation keeps a connection of rdb's pool busy until rdb's own read
-// timeout (3 s by default) when Redis hangs. New logs a Warn when it can
-// tell the option is off (rdb a *redis.Client, *redis.ClusterClient or
-// *redis.Ring).
+// What the Store needs from rdb is that it honours the deadline of each
+// operation's context, which go-redis does on the socket only with
+// ContextTimeoutEnabled set in its options. The SDK bounds each store
+// operation by management.Config.SharedStoreTimeout and abandons one that
+// overruns, so a call never waits on a hung Redis; but without the option,
+// the abandoned operation keeps one of rdb's connections until rdb's own
+// read timeout (3 s by default). New logs a Warn when it can tell the
+// option is off (rdb a *redis.Client, *redis.ClusterClient or *redis.Ring).
 //
 // On a Cluster (rdb a *redis.ClusterClient), the Store asks rdb to reload
 // the cluster's map of slots whenever an operation fails, so that after a
