@@ -282,11 +282,15 @@ type Authenticator struct {
 	// token starts none). 0 or negative: 64.
 	MaxConcurrentChecks int
 	// MissBudget bounds the rate of checks that reach the service (a token
-	// not in the cache), so that a flood of random tokens cannot spend the
+	// whose verdict is neither in the cache nor, with a SharedStore, stored
+	// by another replica), so that a flood of random tokens cannot spend the
 	// management rate limit the rest of the backend shares: beyond it, such
-	// a check fails at once with ErrOverMissBudget (503 with Retry-After),
-	// while cached verdicts keep being served. The zero value sets no
-	// budget; setting one is recommended.
+	// a check fails with ErrOverMissBudget (503 with Retry-After), while
+	// cached verdicts keep being served. With a SharedStore, a check is
+	// refused once the store has no verdict for it: each random token then
+	// costs a few store reads and a lease attempt, holding one of
+	// MaxConcurrentChecks meanwhile. The zero value sets no budget; setting
+	// one is recommended.
 	MissBudget MissBudget
 	// Timeout bounds one check's call to the service, retries and their
 	// waits included (a Retry-After that would pass it is not waited for).
@@ -309,7 +313,10 @@ type Authenticator struct {
 	// forge one. With a store, an entry of the in-process cache lives at
 	// most 5 s: that long, at most, another replica may still accept a
 	// token that Forget dropped. A failing or slow store (Config.
-	// SharedStoreTimeout) never fails a check and is never a verdict.
+	// SharedStoreTimeout) never fails a check and is never a verdict. While
+	// another replica holds a token's lease and asks the service, a check
+	// waits for its verdict at most 1 s (half the request's time left, if
+	// less), then asks itself. Every replica must have the same CacheTTL.
 	SharedStore SharedStore
 
 	once       sync.Once
@@ -502,10 +509,13 @@ func (a *Authenticator) wait(ctx context.Context, call *flight[authVerdict]) (*E
 // the next check asks the service again instead of accepting the token for
 // the rest of CacheTTL. A check in flight for it when Forget runs still
 // answers the requests already waiting, but its verdict is not cached, and
-// later checks make a call of their own. With a SharedStore, the verdict is
-// deleted there too (ctx bounds that); another replica may still accept the
-// token from its in-process cache for at most 5 s. Forget fails only for a
-// blank authorization; a failing store is logged, not returned.
+// later checks make a call of their own. With a SharedStore, the fleet
+// forgets it too (ctx bounds that): Forget gives the token a new epoch in
+// the store, under which no verdict is stored yet, so that no replica reads
+// a verdict stored before, even one a check in flight elsewhere writes
+// after Forget; another replica may still accept the token from its
+// in-process cache for at most 5 s. Forget fails only for a blank
+// authorization; a failing store is logged, not returned.
 func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
 	if strings.TrimSpace(authorization) == "" {
 		return errorf("%w: authorization is empty", ErrInvalidArgument)

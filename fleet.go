@@ -12,11 +12,13 @@ import (
 
 // Defaults of the shared store's knobs.
 const (
-	// defaultSharedStoreTimeout bounds one store call. A GET on a loaded
-	// 2-core host takes under 5 ms at the 99.9th percentile (see
-	// scripts/bench-fleet.sh): 50 ms is more than ten times that, and
-	// short enough that a hung store delays no call noticeably.
-	defaultSharedStoreTimeout = 50 * time.Millisecond
+	// defaultSharedStoreTimeout bounds one store call: at least ten times
+	// the 99.9th percentile of a GET on a loaded 2-core host, as
+	// scripts/bench-fleet.sh measures it (34 to 73 ms over ten runs, two
+	// busy loops and a load average of 13), so that a loaded but healthy
+	// store is not taken for a hung one; a hung one delays a call that
+	// reads it (a cache miss) by that long at most.
+	defaultSharedStoreTimeout = 750 * time.Millisecond
 	// tokenLease bounds how long one replica may hold the lease on
 	// refreshing the fleet's token; past it, another replica takes over.
 	tokenLease = 10 * time.Second
@@ -78,35 +80,47 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 	if found {
 		return got.tok, got.refreshAt, nil
 	}
-	if unlock != nil {
-		defer unlock()
+	if unlock == nil {
+		unlock = func() {}
 	}
 	if err := ctx.Err(); err != nil {
+		unlock()
 		return nil, time.Time{}, err
 	}
 	tok, refreshAt, err := fetch(ctx)
 	if err != nil {
+		unlock()
 		return nil, time.Time{}, err
 	}
-	plain, _ := json.Marshal(storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
-	key := s.seal.tokenKey()
-	if ttl := time.Until(tok.Expiry); ttl > 0 {
-		s.note(ctx, s.store.Set(ctx, key, s.seal.seal(key, plain), ttl))
-	}
+	// The token is stored, then the lease released, while the callers
+	// go on with it: a slow store delays no one.
+	go func() {
+		defer unlock()
+		plain, _ := json.Marshal(storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
+		key := s.seal.tokenKey()
+		if ttl := time.Until(tok.Expiry); ttl > 0 {
+			s.note(ctx, s.store.Set(context.WithoutCancel(ctx), key, s.seal.seal(key, plain), ttl))
+		}
+	}()
 	return tok, refreshAt, nil
 }
 
 // patience is how long this replica waits for another's refresh: the
 // lease's lifetime while its own token outlives that, so that its callers
-// are served meanwhile; otherwise (its callers are waiting, or soon will)
-// shortLeaseWait, and never more than half the time the caller that needed
-// the token has left.
+// are served meanwhile; otherwise shortLeaseWait, and never past its own
+// token's expiry (its callers would then wait), nor, once it has expired,
+// more than half the time the caller that needed the token has left.
 func (s *sharedTokens) patience(ctx context.Context) time.Duration {
 	s.cache.mu.Lock()
 	tok := s.cache.tok
 	s.cache.mu.Unlock()
-	if tok != nil && tok.Expiry.After(time.Now().Add(tokenLease)) {
-		return tokenLease
+	if tok != nil {
+		switch left := time.Until(tok.Expiry); {
+		case left > tokenLease:
+			return tokenLease
+		case left > 0:
+			return min(left, shortLeaseWait)
+		}
 	}
 	return callerPatience(ctx, shortLeaseWait)
 }
@@ -187,9 +201,15 @@ type callerDeadline struct{}
 
 // keepDeadline returns ctx carrying its deadline as a value too: a flight
 // runs detached from its caller's context (and so without its deadline),
-// yet waits for another replica no longer than that caller can afford.
+// yet waits for another replica no longer than that caller can afford. A
+// deadline kept earlier (a check's flight needing a token) stays when it is
+// the sooner.
 func keepDeadline(ctx context.Context) context.Context {
-	if d, ok := ctx.Deadline(); ok {
+	d, ok := ctx.Deadline()
+	if kept, was := ctx.Value(callerDeadline{}).(time.Time); was && (!ok || kept.Before(d)) {
+		return ctx
+	}
+	if ok {
 		return context.WithValue(ctx, callerDeadline{}, d)
 	}
 	return ctx

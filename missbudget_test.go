@@ -1,6 +1,7 @@
 package management
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -77,5 +78,31 @@ func TestNoMissBudgetByDefault(t *testing.T) {
 		if _, err := a.Check(r); err != nil {
 			t.Fatalf("check %d: %v", i, err)
 		}
+	}
+}
+
+// BenchmarkFloodOverBudgetWithStore is the cost of a random token refused
+// over the miss budget when a shared store is set: the store is read first
+// (the verdict may be there), so each costs store calls, reported per op;
+// ns/op is the time a concurrency slot is held, on an in-memory store.
+func BenchmarkFloodOverBudgetWithStore(b *testing.B) {
+	f := newTestFleet(b)
+	_, a := f.replica(Config{}, MissBudget{PerSecond: 1e-9, Burst: 1})
+	if _, err := checkToken(context.Background(), a, "first"); err != nil {
+		b.Fatal(err)
+	}
+	f.store.resetCalls()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := checkToken(context.Background(), a, fmt.Sprint("random-", i)); !errors.Is(err, ErrOverMissBudget) {
+			b.Fatalf("check %d: %v; want ErrOverMissBudget", i, err)
+		}
+	}
+	b.StopTimer()
+	time.Sleep(10 * time.Millisecond) // the leases' releases, which run as each check ends
+	b.ReportMetric(float64(f.store.callsTo(""))/float64(b.N), "store-calls/op")
+	if f.authn.Load() != 1 {
+		b.Errorf("%d authenticate calls; want 1", f.authn.Load())
 	}
 }

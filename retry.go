@@ -121,11 +121,12 @@ func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err erro
 		log(slog.LevelInfo, "management: giving up")
 		return false, nil
 	}
-	wait := retryWait(x.client.waitMin, x.client.waitMax, x.attempts-1, resp, time.Now())
-	if turn, paused := x.client.pauses.slot(routeOf(x.req), time.Now()); paused {
-		wait = max(wait, turn) // the route is paused: wait for this attempt's turn
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+	now := time.Now()
+	deadline, _ := ctx.Deadline()
+	// While the route is paused, the wait lasts until this attempt's turn;
+	// a retry that gives up takes none.
+	wait, giveUp := x.client.pauses.turn(routeOf(x.req), now, deadline, retryWait(x.client.waitMin, x.client.waitMax, x.attempts-1, resp, now))
+	if giveUp {
 		log(slog.LevelInfo, "management: not retrying, the wait would pass the deadline", slog.Duration("wait", wait))
 		return false, nil
 	}

@@ -78,3 +78,43 @@ func TestStorageKeysNeverHoldIdentifiersOrTokens(t *testing.T) {
 		t.Error("two tokens share a verdict key")
 	}
 }
+
+// hashTag is the part of key a Redis Cluster hashes: the first {...} with
+// something inside, or the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+// Each value shares a hash slot with its lease (a verdict with its epoch
+// too), so that on a Redis Cluster they are up or down together; verdicts
+// of different tokens are tagged apart, so that they spread over the
+// cluster. Every key starts with the layout's version.
+func TestKeyLayout(t *testing.T) {
+	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
+	stem, other := s.verdictKey("Bearer eu-1"), s.verdictKey("Bearer eu-2")
+	groups := [][]string{
+		{s.tokenKey(), s.tokenLeaseKey()},
+		{stem, stem + ":lease", stem + ":epoch", stem + ":eAAAAAAAAAAAAAAAA"},
+	}
+	for _, keys := range groups {
+		for _, k := range keys {
+			if !strings.HasPrefix(k, "mg1:") {
+				t.Errorf("key %q without the layout version mg1:", k)
+			}
+			if hashTag(k) == k || hashTag(k) != hashTag(keys[0]) {
+				t.Errorf("key %q hashes on %q; want the tag of %q", k, hashTag(k), keys[0])
+			}
+		}
+	}
+	if hashTag(stem) == hashTag(other) || hashTag(stem) == hashTag(s.tokenKey()) {
+		t.Errorf("verdicts tagged %q and %q, the token %q; want each its own", hashTag(stem), hashTag(other), hashTag(s.tokenKey()))
+	}
+	if s.legacyVerdictKey("Bearer eu-1") == stem {
+		t.Error("the legacy verdict key is the new one")
+	}
+}

@@ -21,7 +21,12 @@ import (
 //
 // Implementations must be safe for concurrent use. A store that fails or is
 // slow never fails a call of the SDK: the SDK falls back to what it does
-// without a store, and logs.
+// without a store, and logs. Each call is given a context that ends after
+// Config.SharedStoreTimeout, and the SDK abandons a call that outlives it,
+// whether or not the store honours the context: the call goes on in the
+// background, and a Client starts no store call while 128 of its calls
+// (abandoned ones included) are running. A store should still honour the
+// context, so that abandoned calls end soon.
 type SharedStore interface {
 	// Get returns the value stored under key, or nil and no error when
 	// there is none or it has expired.
@@ -37,24 +42,25 @@ type SharedStore interface {
 	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(context.Context) error, ok bool, err error)
 }
 
-// maxAbandoned bounds the store calls a Client has abandoned (past
-// Config.SharedStoreTimeout) that are still running: beyond it, new calls
-// fail at once rather than start, so a store that hangs holds at most this
-// many goroutines, however many calls meet it.
-const maxAbandoned = 32
+// maxStoreCalls bounds the store calls of a Client running at once,
+// abandoned ones (past Config.SharedStoreTimeout) included: beyond it, a
+// call fails at once rather than start, so a store that hangs holds at most
+// this many goroutines, however many calls meet it. A store answering in a
+// millisecond reaches it only past a hundred thousand calls a second.
+const maxStoreCalls = 128
 
-// errStoreBusy is a store call refused because maxAbandoned calls are still
-// running; like any store failure, the caller goes on without the store.
-var errStoreBusy = errorf("shared store: %d calls abandoned and still running, not starting another", maxAbandoned)
+// errStoreBusy is a store call refused because maxStoreCalls are running;
+// like any store failure, the caller goes on without the store.
+var errStoreBusy = errorf("shared store: %d calls running (abandoned ones included), not starting another", maxStoreCalls)
 
 // storeGuard enforces Config.SharedStoreTimeout on every call to a
 // SharedStore, whatever the store does with its context (go-redis, for
 // one, ignores the deadline on socket reads unless told otherwise): a call
 // that overruns is abandoned, its error is the deadline's, and it finishes
-// in the background, counted, within maxAbandoned.
+// in the background, counted, within maxStoreCalls.
 type storeGuard struct {
 	timeout   time.Duration
-	running   atomic.Int64 // abandoned calls still running
+	running   atomic.Int64 // calls running, abandoned ones included; <= maxStoreCalls
 	abandoned atomic.Int64 // calls abandoned in all (logged when a failure streak ends)
 }
 
@@ -69,43 +75,37 @@ func (g *storeGuard) guard(store SharedStore) guarded { return guarded{store, g}
 
 // callStore runs op with a context bounded by g.timeout, and returns its
 // result, or an error matching context.DeadlineExceeded once the timeout
-// passes (or ctx's error once ctx ends), abandoning op.
+// passes (ctx's error once ctx ends), abandoning op.
 func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Context) (T, error)) (T, error) {
 	var zero T
-	if g.running.Load() >= maxAbandoned {
+	if g.running.Add(1) > maxStoreCalls {
+		g.running.Add(-1)
 		return zero, errStoreBusy
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel() // a store that honours its context may yet end an abandoned call early
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
-	var state atomic.Int32 // 0 running, 1 answered, 2 abandoned
 	go func() {
+		defer g.running.Add(-1)
 		v, err := op(ctx)
 		done <- result{v, err}
-		if !state.CompareAndSwap(0, 1) {
-			g.running.Add(-1) // abandoned: its caller is long gone
-		}
 	}()
 	select {
 	case r := <-done:
-		cancel()
 		return r.v, r.err
 	case <-ctx.Done():
 	}
-	g.running.Add(1)
-	if !state.CompareAndSwap(0, 2) { // it answered just now
-		g.running.Add(-1)
-		cancel()
-		r := <-done
+	select {
+	case r := <-done: // it answered just as the time ran out
 		return r.v, r.err
+	default:
 	}
 	g.abandoned.Add(1)
-	err := ctx.Err()
-	cancel() // a store that honours its context may yet return early
-	return zero, fmt.Errorf("shared store: call abandoned after %v: %w", g.timeout, err)
+	return zero, fmt.Errorf("shared store: call abandoned (SharedStoreTimeout %v): %w", g.timeout, ctx.Err())
 }
 
 func (s guarded) Get(ctx context.Context, key string) ([]byte, error) {

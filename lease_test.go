@@ -1,0 +1,233 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A token lease left by a replica killed mid-refresh (or held on purpose)
+// delays a replica without a token by about a second, never past half its
+// caller's time, then the replica fetches its own token.
+func TestDeadTokenLeaseWaitsBriefly(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // 0: none
+		want     time.Duration
+	}{
+		{"no deadline", 0, shortLeaseWait},
+		{"a 600ms deadline", 600 * time.Millisecond, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newTestFleet(t)
+				c, _ := f.replica(Config{}, MissBudget{})
+				f.store.squat(c.seal.tokenLeaseKey(), tokenLease)
+				ctx := context.Background()
+				if tc.deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+					defer cancel()
+				}
+				start := time.Now()
+				if _, err := c.Users.Get(ctx, "u-1"); err != nil {
+					t.Fatal(err)
+				}
+				if took := time.Since(start); took != tc.want {
+					t.Errorf("Users.Get behind a dead lease took %v; want %v", took, tc.want)
+				}
+				if got := f.tokens.Load(); got != 1 {
+					t.Errorf("%d token requests; want 1 (its own)", got)
+				}
+			})
+		})
+	}
+}
+
+// A verdict lease left by a dead replica delays a check by a second at
+// most, never past half the request's time; then the replica asks the
+// service itself.
+func TestDeadVerdictLeaseWaitsBriefly(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration
+		want     time.Duration
+	}{
+		{"no deadline", 0, verdictLease},
+		{"a 400ms deadline", 400 * time.Millisecond, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newTestFleet(t)
+				c, a := f.replica(Config{}, MissBudget{})
+				if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
+					t.Fatal(err)
+				}
+				f.store.squat(c.seal.verdictKey("Bearer eu-1")+":lease", time.Minute)
+				ctx := context.Background()
+				if tc.deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+					defer cancel()
+				}
+				start := time.Now()
+				if _, err := checkToken(ctx, a, "eu-1"); err != nil {
+					t.Fatal(err)
+				}
+				if took := time.Since(start); took != tc.want {
+					t.Errorf("a check behind a dead lease took %v; want %v", took, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// While a lease is held, the waiters on one key share one poller: however
+// many checks of one token wait on a replica, it makes at most 20 store
+// calls a second on each key, in rounds spaced with jitter.
+func TestLeaseWaitersPollSlowly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		c, a := f.replica(Config{}, MissBudget{})
+		if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the token stored, its lease released
+		stem := c.seal.verdictKey("Bearer eu-1")
+		f.store.squat(stem+":lease", time.Minute)
+		var mu sync.Mutex
+		at := map[string][]time.Duration{}
+		start := time.Now()
+		f.store.setHook(func(_ context.Context, _, key string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			at[key] = append(at[key], time.Since(start))
+			return nil
+		})
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if _, err := checkToken(context.Background(), a, "eu-1"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		total := 0
+		for key, times := range at {
+			if !strings.HasPrefix(key, stem) {
+				t.Errorf("a store call on %q", key)
+			}
+			total += len(times)
+			for i := range times {
+				j, _ := slices.BinarySearch(times, times[i]+time.Second)
+				if n := j - i; n > 20 {
+					t.Errorf("%d calls on %q within a second from %v; want at most 20", n, key, times[i])
+				}
+			}
+		}
+		if total > 25 {
+			t.Errorf("%d store calls for one token in a second's wait; want at most 25: %v", total, at)
+		}
+		lease := at[stem+":lease"]
+		gaps := map[time.Duration]bool{}
+		for i := 1; i < len(lease)-1; i++ { // the last round comes when the wait ends
+			gap := lease[i] - lease[i-1]
+			gaps[gap] = true
+			if gap < minPoll || gap >= minPoll+pollJitter {
+				t.Errorf("a round %v after the previous; want within [%v, %v)", gap, minPoll, minPoll+pollJitter)
+			}
+		}
+		if len(lease) > 4 && len(gaps) < 2 {
+			t.Errorf("the rounds are evenly spaced %v; want jitter", lease)
+		}
+	})
+}
+
+// A store that fails to read the value is not "not there yet": the wait
+// ends at once, whatever the lease says.
+func TestLeaseWaitEndsOnReadError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		c, a := f.replica(Config{}, MissBudget{})
+		f.store.squat(c.seal.tokenLeaseKey(), tokenLease)
+		f.store.squat(c.seal.verdictKey("Bearer eu-1")+":lease", time.Minute)
+		f.store.setHook(func(_ context.Context, op, key string) error {
+			if op == "get" && !strings.HasSuffix(key, ":epoch") {
+				return errors.New("the value's node is down")
+			}
+			return nil
+		})
+		start := time.Now()
+		if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkToken(context.Background(), a, "eu-1"); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("a token fetch and a check took %v behind leases whose values cannot be read; want no wait", took)
+		}
+	})
+}
+
+// A squatter on every lease, with tokens living 3 s, degrades 16 replicas
+// to fetching and asking on their own: no call fails.
+func TestSquatterOnEveryLeaseFailsNoCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		f.life = 3
+		type replica struct {
+			c *Client
+			a *Authenticator
+		}
+		var fleet []replica
+		for range 16 {
+			c, a := f.replica(Config{}, MissBudget{})
+			fleet = append(fleet, replica{c, a})
+		}
+		f.store.squat(fleet[0].c.seal.tokenLeaseKey(), time.Hour) // the fleet's one token lease
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		failed, calls := 0, 0
+		var slowest time.Duration
+		for i, r := range fleet {
+			wg.Go(func() {
+				for n := range 100 { // 10 s
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					start := time.Now()
+					_, err := r.c.Users.Get(ctx, "u-1")
+					if err == nil {
+						tok := fmt.Sprintf("eu-%d-%d", i, n)
+						f.store.squat(r.c.seal.verdictKey("Bearer "+tok)+":lease", time.Hour)
+						_, err = checkToken(ctx, r.a, tok)
+					}
+					cancel()
+					mu.Lock()
+					calls++
+					slowest = max(slowest, time.Since(start))
+					if err != nil {
+						failed++
+						t.Log(err)
+					}
+					mu.Unlock()
+					time.Sleep(100 * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		if failed != 0 {
+			t.Errorf("%d of %d rounds failed behind squatted leases; want none", failed, calls)
+		}
+		if want := shortLeaseWait + verdictLease; slowest > want {
+			t.Errorf("the slowest round took %v; want at most %v (a wait on each lease)", slowest, want)
+		}
+		t.Logf("%d rounds, slowest %v, %d token requests, %d authenticate calls", calls, slowest, f.tokens.Load(), f.authn.Load())
+	})
+}
