@@ -23,11 +23,11 @@
 //	store := redisstore.New(rdb)
 //
 // ContextTimeoutEnabled lets go-redis end a socket read at the deadline the
-// SDK sets on each operation (management.Config.SharedStoreTimeout, 50 ms by
-// default). Without it the SDK still returns at that deadline, abandoning the
-// operation, but a hung Redis then holds the abandoned operations and their
-// connections for go-redis's read timeout (3 s): New logs a Warn when it can
-// tell the option is off.
+// SDK sets on each operation (management.Config.SharedStoreTimeout). Without
+// it the SDK still returns at that deadline, abandoning the operation, but a
+// hung Redis then holds the abandoned operations and their connections for
+// go-redis's read timeout (3 s): New logs a Warn when it can tell the option
+// is off.
 //
 // After a failover, the Store asks the cluster client to reload its map of
 // the slots as soon as an operation fails, rather than leaving it to
