@@ -33,7 +33,8 @@ var _ management.SharedStore = (*Store)(nil)
 type Option func(*Store)
 
 // WithLogger sets the logger to which New reports a go-redis client set up
-// in a way that defeats the SDK's time bounds (default slog.Default()).
+// in a way that defeats the SDK's time bounds (default, and when logger is
+// nil, slog.Default()).
 func WithLogger(logger *slog.Logger) Option {
 	return func(s *Store) { s.logger = logger }
 }
@@ -68,6 +69,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	s := &Store{rdb: rdb, prefix: DefaultPrefix, logger: slog.Default()}
 	for _, opt := range opts {
 		opt(s)
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
 	}
 	var deadlines bool
 	switch c := rdb.(type) {

@@ -196,3 +196,11 @@ func TestNewWarnsWithoutContextDeadlines(t *testing.T) {
 		})
 	}
 }
+
+func TestWithLoggerNilKeepsTheDefault(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if s := New(rdb, WithLogger(nil)); s.logger != slog.Default() {
+		t.Errorf("WithLogger(nil) left the logger %v; want slog.Default()", s.logger)
+	}
+}
