@@ -2,11 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -245,13 +247,16 @@ func TestCluster(t *testing.T) {
 		flush(t, rdb)
 		srv := seeded(t)
 		f := newFleet(t, srv, rdb, 2)
-		for range 30 {
+		errs := make([]error, 30) // tokens checked at once, each on both replicas
+		var wg sync.WaitGroup
+		for i := range errs {
 			tok := srv.IssueEndUserToken("u-1")
-			noErrors(t, f.each(func(r replica) error {
-				_, err := check(r.auth, tok)
-				return err
-			}))
+			wg.Go(func() {
+				errs[i] = errors.Join(f.each(func(r replica) error { _, err := check(r.auth, tok); return err })...)
+			})
 		}
+		wg.Wait()
+		noErrors(t, errs)
 		var holding atomic.Int32 // ForEachMaster runs fn on the masters at once
 		err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
 			n, err := m.DBSize(ctx).Result()
@@ -290,14 +295,18 @@ func testDeadSeedsBoundFirstCall(t *testing.T, c *cluster) {
 	}
 
 	raw := make([]time.Duration, 8)
+	var wg sync.WaitGroup
 	for i := range raw {
 		rdb := c.Client(t)
-		ctx, cancel := context.WithTimeout(context.Background(), failoverStoreTimeout)
-		start := time.Now()
-		_ = rdb.Get(ctx, "k").Err()
-		raw[i] = time.Since(start).Round(time.Millisecond)
-		cancel()
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), failoverStoreTimeout)
+			defer cancel()
+			start := time.Now()
+			_ = rdb.Get(ctx, "k").Err()
+			raw[i] = time.Since(start).Round(time.Millisecond)
+		})
 	}
+	wg.Wait()
 	t.Logf("go-redis alone, first GET with a %v deadline on fresh clients: %v", failoverStoreTimeout, raw)
 
 	srv := seeded(t)
