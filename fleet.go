@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,13 +29,17 @@ const (
 	// a replica that died, or held on purpose, costs the fleet a token
 	// request per replica, never a failed call.
 	shortLeaseWait = time.Second
-	// minPoll and pollJitter space the rounds of a replica waiting on a
-	// lease: each round is two store calls (read the value, try the lease),
-	// so at most 20 calls a second per key per waiter; the jitter keeps the
-	// replicas from polling in step.
-	minPoll    = 100 * time.Millisecond
-	pollJitter = 50 * time.Millisecond
+	// The rounds of a replica waiting on a lease (each reads the value and
+	// tries the lease: one call on each key) are 20 ms apart, then 40 ms,
+	// as the holder usually stores within tens of milliseconds, then
+	// pollGap and a jitter of up to pollJitter, which keeps the replicas
+	// from polling in step: at most 18 calls on a key in any second.
+	pollGap    = 60 * time.Millisecond
+	pollJitter = 30 * time.Millisecond
 )
+
+// firstPollGaps are the gaps after a key's first rounds (see pollGap).
+var firstPollGaps = [...]time.Duration{20 * time.Millisecond, 40 * time.Millisecond}
 
 // sharedTokens keeps the fleet's management token in a SharedStore, sealed,
 // so that the replicas of a service make one token request per token
@@ -65,7 +70,7 @@ type fetchFunc func(context.Context) (*Token, time.Time, error)
 // due for refresh and is not refused (the access token the service has just
 // refused with 401, "" for none); otherwise one this replica fetches under
 // the lease and stores, or one another replica stores while this one waits
-// (see tokenPatience); failing all that, one it fetches on its own.
+// (see patience); failing all that, one it fetches on its own.
 func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
 	type stored struct {
 		tok       *Token
@@ -229,7 +234,7 @@ func callerPatience(ctx context.Context, limit time.Duration) time.Duration {
 // share it through a store: read the value; if it is absent, take the
 // lease, read once more (the previous holder may have stored it and left
 // between the read and the lock) and produce it; if another replica holds
-// the lease, read again every poll (see minPoll), for at most patience (a
+// the lease, read again (see pollGap), for at most patience (a
 // lease left by a replica that died, or written by whoever can write the
 // store, delays no longer), never past ctx. A store that fails, when
 // reading the value or taking the lease, ends the wait at once: an error is
@@ -242,11 +247,65 @@ type lease struct {
 	note     func(error)   // logs a failing store, once a streak
 }
 
+// pollTurns spaces the polling rounds of all the waits on one lease in a
+// Client (several Authenticators on one Client, a check that Forget
+// detached and the one after it), so that together they poll the key as
+// one poller would (see pollGap). It holds the keys being polled only.
+type pollTurns struct {
+	mu   sync.Mutex
+	keys map[string]polling
+}
+
+// polling is the rounds given on one key: how many, and the latest.
+type polling struct {
+	given int
+	last  time.Time
+}
+
+// next gives a wait on key, which has just had a round, its next round
+// after the latest any wait on key was given, and returns when it is.
+func (p *pollTurns) next(key string, now time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.keys == nil {
+		p.keys = make(map[string]polling)
+	}
+	k := p.keys[key]
+	from := now
+	if k.last.After(now) {
+		from = k.last
+	}
+	gap := pollGap + rand.N(pollJitter)
+	if k.given < len(firstPollGaps) {
+		gap = firstPollGaps[k.given]
+	}
+	k.given++
+	k.last = from.Add(gap)
+	p.keys[key] = k
+	return k.last
+}
+
+// done forgets key when the round at was the latest given on it: no other
+// wait polls it.
+func (p *pollTurns) done(key string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.keys[key].last.Equal(at) {
+		delete(p.keys, key)
+	}
+}
+
 // awaitLease returns the value read, or found false when this replica must
 // produce it: then unlock, when not nil, releases the lease it holds (nil
 // when the store failed, the wait gave up or ctx ended).
 func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error)) (v T, found bool, unlock func()) {
 	giveUp := time.Now().Add(l.patience)
+	var turn time.Time // the latest round this wait was given
+	defer func() {
+		if !turn.IsZero() {
+			l.store.g.polls.done(l.key, turn)
+		}
+	}()
 	for {
 		v, ok, err := read()
 		switch {
@@ -270,11 +329,12 @@ func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error
 			}
 			return v, false, unlock
 		}
-		left := time.Until(giveUp)
-		if left <= 0 {
+		now := time.Now()
+		if !now.Before(giveUp) {
 			return v, false, nil
 		}
-		t := time.NewTimer(min(minPoll+rand.N(pollJitter), left))
+		turn = l.store.g.polls.next(l.key, now)
+		t := time.NewTimer(min(turn.Sub(now), giveUp.Sub(now)))
 		select {
 		case <-ctx.Done():
 			t.Stop()

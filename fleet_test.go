@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jarcoal/httpmock"
@@ -171,4 +172,25 @@ func TestMissBudgetSpentOnlyOnTheService(t *testing.T) {
 	if got := f.authn.Load(); got != 11 {
 		t.Errorf("%d authenticate calls; want 11", got)
 	}
+}
+
+// A check after Forget does not wait behind the lease of a check that
+// another replica started before it: leases are per epoch.
+func TestCheckAfterForgetDoesNotWaitOnTheOldLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		c, a := f.replica(Config{}, MissBudget{})
+		f.store.squat(c.seal.verdictKey("Bearer eu-1")+":lease", time.Minute) // B, asking the service
+		ctx := context.Background()
+		if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := checkToken(ctx, a, "eu-1"); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("the check after Forget took %v; want no wait", took)
+		}
+	})
 }

@@ -1,8 +1,11 @@
 package management
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -19,7 +22,8 @@ func TestHungStoreFailsNoCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 50 * time.Millisecond
 		f := newTestFleet(t)
-		c, a := f.replica(Config{SharedStoreTimeout: timeout}, MissBudget{})
+		var logs syncBuffer
+		c, a := f.replica(Config{SharedStoreTimeout: timeout, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, MissBudget{})
 		a.MaxConcurrentChecks = 1000
 		ctx := context.Background()
 		if _, err := c.Users.Get(ctx, "u-1"); err != nil { // a has its token; cold, below, has none
@@ -81,7 +85,31 @@ func TestHungStoreFailsNoCall(t *testing.T) {
 		if got := c.stores.running.Load() + cold.stores.running.Load(); got != 0 {
 			t.Errorf("%d store calls running after the store answers again; want 0", got)
 		}
+		if _, err := checkToken(ctx, a, "eu-after"); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprint("abandoned_calls=", maxStoreCalls); !strings.Contains(logs.String(), want) {
+			t.Errorf("no record of the store answering again with %s:\n%s", want, logs.String())
+		}
 	})
+}
+
+// syncBuffer is a bytes.Buffer that loggers on several goroutines share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Each call on a store that hangs takes exactly SharedStoreTimeout, and

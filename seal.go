@@ -75,9 +75,9 @@ func newSealer(master []byte, baseURL, prefix, clientID string) (*sealer, error)
 //
 //	mg1:{<ns>}:token              the management token
 //	mg1:{<ns>}:token:lease        the lease on refreshing it
-//	mg1:<ns>:verdict:{<mac>}:lease  the lease on asking about an End User token
-//	mg1:<ns>:verdict:{<mac>}:epoch  its epoch, set by Forget (see verdicts.go)
+//	mg1:<ns>:verdict:{<mac>}:epoch  an End User token's epoch, set by Forget (see verdicts.go)
 //	mg1:<ns>:verdict:{<mac>}[:e<epoch>]  the verdict, under the epoch read before asking
+//	mg1:<ns>:verdict:{<mac>}[:e<epoch>]:lease  the lease on asking about it
 
 // tokenKey is the storage key of the fleet's management token.
 func (s *sealer) tokenKey() string { return "mg1:{" + s.namespace + "}:token" }

@@ -51,7 +51,7 @@ const maxStoreCalls = 128
 
 // errStoreBusy is a store call refused because maxStoreCalls are running;
 // like any store failure, the caller goes on without the store.
-var errStoreBusy = errorf("shared store: %d calls running (abandoned ones included), not starting another", maxStoreCalls)
+var errStoreBusy = fmt.Errorf("shared store: %d calls running (abandoned ones included), not starting another", maxStoreCalls)
 
 // storeGuard enforces Config.SharedStoreTimeout on every call to a
 // SharedStore, whatever the store does with its context (go-redis, for
@@ -62,6 +62,7 @@ type storeGuard struct {
 	timeout   time.Duration
 	running   atomic.Int64 // calls running, abandoned ones included; <= maxStoreCalls
 	abandoned atomic.Int64 // calls abandoned in all (logged when a failure streak ends)
+	polls     pollTurns    // the rounds of the waits on leases (see awaitLease)
 }
 
 // guarded is store with every call bounded by g.

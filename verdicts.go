@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 )
@@ -66,7 +67,7 @@ const epochLen = 16
 
 // errForeignEpoch is a token's epoch in the store that this SDK did not
 // write: the check goes on without the store rather than trust it.
-var errForeignEpoch = errorf("shared store: a verdict epoch of a foreign shape")
+var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign shape")
 
 // verdictSlot returns the key the verdict on header lives under now: the
 // stem (see sealer.verdictKey), or the stem and the epoch Forget set.
@@ -142,7 +143,7 @@ func (a *Authenticator) awaitShared(ctx context.Context, header string) (v authV
 	if err != nil {
 		return authVerdict{}, "", false
 	}
-	l := lease{store: store, key: stem + ":lease", ttl: verdictLease, patience: callerPatience(ctx, verdictLease),
+	l := lease{store: store, key: key + ":lease", ttl: verdictLease, patience: callerPatience(ctx, verdictLease),
 		note: func(err error) { a.noteStore(ctx, err) }}
 	v, found, unlock := awaitLease(ctx, l, func() (authVerdict, bool, error) { return a.loadShared(ctx, store, key, header) })
 	if unlock != nil {
