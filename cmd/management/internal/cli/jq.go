@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/itchyny/gojq"
+)
+
+// jqFilter is a compiled --jq expression. It is compiled before any
+// request, so that a mistake in it is a usage error that costs nothing.
+type jqFilter struct {
+	code *gojq.Code
+}
+
+// compileJQ parses and compiles expr, jq's language as gojq implements it.
+func compileJQ(expr string) (*jqFilter, error) {
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, usagef("--jq %s: %v", printable(expr), err)
+	}
+	code, err := gojq.Compile(q)
+	if err != nil {
+		return nil, usagef("--jq %s: %v", printable(expr), err)
+	}
+	return &jqFilter{code: code}, nil
+}
+
+// run applies the filter to the JSON document doc and writes each result
+// on a line of w: a string as it is (as gh and jq -r do), anything else
+// as JSON, indented for a terminal. On a terminal a string goes through
+// visible, like a table cell: it came from the service.
+func (q *jqFilter) run(ctx context.Context, w io.Writer, doc []byte, terminal bool) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber() // numbers as the service wrote them: no float64 rounding
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return errorf("--jq: the output to filter is not JSON: %w", err)
+	}
+	iter := q.code.RunWithContext(ctx, v)
+	for {
+		r, ok := iter.Next()
+		if !ok {
+			return nil
+		}
+		if err, ok := r.(error); ok {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil { // halt: stop, no error
+				return nil
+			}
+			return errorf("--jq: %s", escapeControls(err.Error()))
+		}
+		if err := writeJQResult(w, r, terminal); err != nil {
+			return err
+		}
+	}
+}
+
+func writeJQResult(w io.Writer, r any, terminal bool) error {
+	if s, ok := r.(string); ok {
+		if terminal {
+			s = visible(s)
+		}
+		_, err := fmt.Fprintln(w, s)
+		return err
+	}
+	var b []byte
+	var err error
+	if terminal {
+		b, err = json.MarshalIndent(r, "", "  ")
+	} else {
+		b, err = json.Marshal(r)
+	}
+	if err != nil {
+		return errorf("--jq: a result cannot be written as JSON: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
