@@ -1,47 +1,41 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/serviceconnect/management"
 	"github.com/spf13/cobra"
 )
 
-// associateOpts are the flags of users associate.
-type associateOpts struct {
+// AssociateOptions are the flags and arguments of users associate, and
+// what associateRun needs besides: NewCmdAssociate fills them from the
+// command line, tests fill them directly.
+type AssociateOptions struct {
+	IO     *IOStreams
+	Client func() (*management.Client, error)
+
+	UserID          string
+	PhysicalID      string
 	Model           string
 	FirmwareVersion string
 	Output          string
 }
 
-func newAssociateCmd(f *Factory) *cobra.Command {
-	opts := &associateOpts{}
+// NewCmdAssociate returns users associate. runF, when not nil, is called
+// with the options in place of associateRun.
+func NewCmdAssociate(f *Factory, runF func(*AssociateOptions) error) *cobra.Command {
+	opts := &AssociateOptions{IO: f.IO, Client: f.Client}
 	cmd := &cobra.Command{
 		Use:   "associate USER_ID PHYSICAL_ID --model MODEL --firmware-version VERSION",
 		Short: "Associate a Thing with a User, creating the Thing if it is new, and show it",
 		Args:  exactArgs("USER_ID", "PHYSICAL_ID"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if opts.Model == "" || opts.FirmwareVersion == "" {
-				return usagef("--model and --firmware-version are required")
+			opts.UserID, opts.PhysicalID = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
 			}
-			out, client, err := f.prepare(opts.Output)
-			if err != nil {
-				return err
-			}
-			thing, created, err := client.Users.AssociateThing(cmd.Context(), args[0], management.NewAssociation{
-				PhysicalID: args[1], Model: opts.Model, FirmwareVersion: opts.FirmwareVersion,
-			})
-			if err != nil {
-				return notFound("user", args[0], err)
-			}
-			if f.IO.IsStderrTTY() {
-				what := "an existing Thing"
-				if created {
-					what = "a new Thing"
-				}
-				fmt.Fprintf(f.IO.ErrOut, "Associated %s (%s) with %s\n", printable(args[1]), what, printable(args[0]))
-			}
-			return printOne(f.IO.Out, out, thing, thingDetailsColumns, viewThing)
+			return associateRun(cmd.Context(), opts)
 		}),
 	}
 	cmd.Flags().StringVar(&opts.Model, "model", "", "the Thing's model (required)")
@@ -50,23 +44,68 @@ func newAssociateCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func newDisassociateCmd(f *Factory) *cobra.Command {
+func associateRun(ctx context.Context, opts *AssociateOptions) error {
+	if opts.Model == "" || opts.FirmwareVersion == "" {
+		return usagef("--model and --firmware-version are required")
+	}
+	out, client, err := prepare(opts.IO, opts.Client, opts.Output)
+	if err != nil {
+		return err
+	}
+	thing, created, err := client.Users.AssociateThing(ctx, opts.UserID, management.NewAssociation{
+		PhysicalID: opts.PhysicalID, Model: opts.Model, FirmwareVersion: opts.FirmwareVersion,
+	})
+	if err != nil {
+		return notFound("user", opts.UserID, err)
+	}
+	if opts.IO.IsStderrTTY() {
+		what := "an existing Thing"
+		if created {
+			what = "a new Thing"
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Associated %s (%s) with %s\n", printable(opts.PhysicalID), what, printable(opts.UserID))
+	}
+	return printOne(opts.IO.Out, out, thing, thingDetailsColumns, viewThing)
+}
+
+// DisassociateOptions are the arguments of users disassociate, and what
+// disassociateRun needs besides.
+type DisassociateOptions struct {
+	IO     *IOStreams
+	Client func() (*management.Client, error)
+
+	UserID     string
+	PhysicalID string
+}
+
+// NewCmdDisassociate returns users disassociate. runF, when not nil, is
+// called with the options in place of disassociateRun.
+func NewCmdDisassociate(f *Factory, runF func(*DisassociateOptions) error) *cobra.Command {
+	opts := &DisassociateOptions{IO: f.IO, Client: f.Client}
 	return &cobra.Command{
 		Use:   "disassociate USER_ID PHYSICAL_ID",
 		Short: "Disassociate a Thing from a User",
 		Args:  exactArgs("USER_ID", "PHYSICAL_ID"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			client, err := f.Client()
-			if err != nil {
-				return err
+			opts.UserID, opts.PhysicalID = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
 			}
-			if err := client.Users.DisassociateThing(cmd.Context(), args[0], args[1]); err != nil {
-				return notFoundSaid(err)
-			}
-			if f.IO.IsStderrTTY() {
-				fmt.Fprintf(f.IO.ErrOut, "Disassociated %s from %s\n", printable(args[1]), printable(args[0]))
-			}
-			return nil
+			return disassociateRun(cmd.Context(), opts)
 		}),
 	}
+}
+
+func disassociateRun(ctx context.Context, opts *DisassociateOptions) error {
+	client, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	if err := client.Users.DisassociateThing(ctx, opts.UserID, opts.PhysicalID); err != nil {
+		return notFoundSaid(err)
+	}
+	if opts.IO.IsStderrTTY() {
+		fmt.Fprintf(opts.IO.ErrOut, "Disassociated %s from %s\n", printable(opts.PhysicalID), printable(opts.UserID))
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/serviceconnect/management/internal/errtext"
 )
 
 // checkpointVersion is the version of the checkpoint file's format.
@@ -66,7 +68,7 @@ func loadCheckpoint(path string) (*checkpoint, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, errorf("checkpoint: %w", err)
+		return nil, errtext.Errorf("checkpoint: %w", err)
 	}
 	var c checkpoint
 	if err := json.Unmarshal(data, &c); err != nil || c.Version != checkpointVersion {
@@ -89,11 +91,11 @@ func (c *checkpoint) save(path string) error {
 	// A stale temporary file (from a run killed mid-write) is replaced, not
 	// reused, so that the new one is created with the owner-only mode.
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errorf("checkpoint: %w", err)
+		return errtext.Errorf("checkpoint: %w", err)
 	}
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return errorf("checkpoint: %w", err)
+		return errtext.Errorf("checkpoint: %w", err)
 	}
 	_, err = f.Write(append(data, '\n'))
 	if err == nil {
@@ -109,7 +111,7 @@ func (c *checkpoint) save(path string) error {
 		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {
-		return errorf("checkpoint: %w", err)
+		return errtext.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }

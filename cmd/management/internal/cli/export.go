@@ -9,19 +9,31 @@ import (
 	"time"
 
 	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/internal/errtext"
 	"github.com/spf13/cobra"
 )
 
-// exportOpts are the flags of an export command.
-type exportOpts struct {
-	order      orderOptions
+// ExportOptions are the flags of users export and things export, and what
+// exportRun needs besides: NewCmdExport fills them from the command line,
+// tests fill them directly.
+type ExportOptions[T any] struct {
+	IO       *IOStreams
+	Client   func() (*management.Client, error)
+	Resource resource[T]
+	// Progress shows a progress bar on IO.ErrOut: set when standard error
+	// is a terminal, without --debug (whose log goes there).
+	Progress bool
+
+	Order      orderOptions
 	Output     string
 	Out        string
 	Checkpoint string
 }
 
-func newExportCmd[T any](f *Factory, res resource[T]) *cobra.Command {
-	opts := &exportOpts{}
+// NewCmdExport returns the export command of res. runF, when not nil, is
+// called with the options in place of exportRun.
+func NewCmdExport[T any](f *Factory, res resource[T], runF func(*ExportOptions[T]) error) *cobra.Command {
+	opts := &ExportOptions[T]{IO: f.IO, Client: f.Client, Resource: res}
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Export every " + res.singular + " as JSON lines, JSON or CSV, resumably",
@@ -41,12 +53,16 @@ is FILE, which holds personal data.`,
   management ` + res.noun + ` export -o csv --order-by updatedAt --direction asc > ` + res.noun + `.csv`,
 		Args: exactArgs(),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return runExport(cmd.Context(), f, res, opts)
+			opts.Progress = f.IO.IsStderrTTY() && !f.debug // a global flag: known once the command line is parsed
+			if runF != nil {
+				return runF(opts)
+			}
+			return exportRun(cmd.Context(), opts)
 		}),
 	}
 	addOutputFlag(cmd, &opts.Output, formatJSONL, formatJSON, formatCSV)
 	cmd.Flag("output").Usage = "output format: jsonl (the default), json or csv"
-	opts.order.addFlags(cmd)
+	opts.Order.addFlags(cmd)
 	cmd.Flags().StringVar(&opts.Out, "out", "", "write to this file rather than standard output")
 	cmd.Flags().StringVar(&opts.Checkpoint, "checkpoint", "", "record progress in this file, and resume from it (needs --out)")
 	return cmd
@@ -54,7 +70,7 @@ is FILE, which holds personal data.`,
 
 // export is one run of an export command.
 type export[T any] struct {
-	f       *Factory
+	io      *IOStreams
 	res     resource[T]
 	ckpt    string      // the checkpoint's path; "" without one
 	state   *checkpoint // what is exported, and how far
@@ -67,21 +83,21 @@ type export[T any] struct {
 	start   time.Time
 }
 
-func runExport[T any](ctx context.Context, f *Factory, res resource[T], opts *exportOpts) error {
+func exportRun[T any](ctx context.Context, opts *ExportOptions[T]) error {
 	// The client first: a configuration mistake must not truncate the output.
-	client, err := f.Client()
+	client, err := opts.Client()
 	if err != nil {
 		return err
 	}
-	e, from, err := newExport(f, res, opts)
+	e, from, err := newExport(opts)
 	if err != nil || e == nil {
 		return err
 	}
 	defer e.close()
-	if f.IO.IsStderrTTY() && !f.debug {
-		e.bar = newProgress(ctx, f.IO.ErrOut, res.plural, e.base)
+	if opts.Progress {
+		e.bar = newProgress(ctx, opts.IO.ErrOut, e.res.plural, e.base)
 	}
-	link, err := walk(ctx, res.pages(client), from, e.page)
+	link, err := walk(ctx, e.res.pages(client), from, e.page)
 	e.bar.stop(err == nil)
 	if err != nil {
 		return e.failed(ctx, link, err)
@@ -115,8 +131,9 @@ func (e *export[T]) finish() error {
 // newExport checks the flags, loads the checkpoint and opens the output.
 // It returns a nil export when the checkpoint says the export is complete,
 // and the options of the first page to fetch.
-func newExport[T any](f *Factory, res resource[T], opts *exportOpts) (*export[T], *management.ListOptions, error) {
-	lo, err := opts.order.listOptions()
+func newExport[T any](opts *ExportOptions[T]) (*export[T], *management.ListOptions, error) {
+	res := opts.Resource
+	lo, err := opts.Order.listOptions()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,7 +150,7 @@ func newExport[T any](f *Factory, res resource[T], opts *exportOpts) (*export[T]
 			return nil, nil, usagef("--out: %w", err)
 		}
 	}
-	e := &export[T]{f: f, res: res, ckpt: opts.Checkpoint, state: want, start: time.Now()}
+	e := &export[T]{io: opts.IO, res: res, ckpt: opts.Checkpoint, state: want, start: time.Now()}
 	if e.ckpt == "" {
 		return e, lo, e.create()
 	}
@@ -148,7 +165,7 @@ func newExport[T any](f *Factory, res resource[T], opts *exportOpts) (*export[T]
 		return nil, nil, usagef("%s records another export, with %s: run that command to resume it, or delete %s to start this one", e.ckpt, differs, e.ckpt)
 	}
 	if saved.Done {
-		fmt.Fprintf(f.IO.ErrOut, "The export is already complete: %d %s in %s. Delete %s to export again.\n", saved.Count, res.plural, opts.Out, e.ckpt)
+		fmt.Fprintf(opts.IO.ErrOut, "The export is already complete: %d %s in %s. Delete %s to export again.\n", saved.Count, res.plural, opts.Out, e.ckpt)
 		return nil, nil, nil
 	}
 	e.state, e.base = saved, saved.Count
@@ -161,11 +178,11 @@ func newExport[T any](f *Factory, res resource[T], opts *exportOpts) (*export[T]
 // create starts the output afresh: standard output, or a new (or
 // truncated) file.
 func (e *export[T]) create() error {
-	w := io.Writer(e.f.IO.Out)
+	w := io.Writer(e.io.Out)
 	if e.state.Out != "" {
 		file, err := os.OpenFile(e.state.Out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
-			return errorf("--out: %w", err)
+			return errtext.Errorf("--out: %w", err)
 		}
 		e.file, w = file, file
 		info, err := file.Stat()
@@ -192,7 +209,7 @@ func (e *export[T]) create() error {
 func (e *export[T]) resume() error {
 	file, err := os.OpenFile(e.state.Out, os.O_WRONLY, 0)
 	if err != nil {
-		return errorf("cannot resume: %w; delete %s to start over", err, e.ckpt)
+		return errtext.Errorf("cannot resume: %w; delete %s to start over", err, e.ckpt)
 	}
 	e.file, e.regular = file, true
 	info, err := file.Stat()
@@ -200,7 +217,7 @@ func (e *export[T]) resume() error {
 		return e.writeError(err)
 	}
 	if info.Size() < e.state.Bytes {
-		return errorf("cannot resume: %s is shorter (%d bytes) than %s records (%d): it was changed; delete %s to start over",
+		return errtext.Errorf("cannot resume: %s is shorter (%d bytes) than %s records (%d): it was changed; delete %s to start over",
 			e.state.Out, info.Size(), e.ckpt, e.state.Bytes, e.ckpt)
 	}
 	if err := file.Truncate(e.state.Bytes); err != nil {
@@ -247,9 +264,9 @@ func (e *export[T]) page(p *management.Page[*T]) (bool, error) {
 // writeError names the output in an error writing it.
 func (e *export[T]) writeError(err error) error {
 	if e.state.Out == "" {
-		return errorf("writing standard output: %w", err)
+		return errtext.Errorf("writing standard output: %w", err)
 	}
-	return errorf("writing %s: %w", e.state.Out, err)
+	return errtext.Errorf("writing %s: %w", e.state.Out, err)
 }
 
 // failed explains an export that stopped, and how to go on.
@@ -257,18 +274,18 @@ func (e *export[T]) failed(ctx context.Context, link string, err error) error {
 	done := e.state.Count - e.base
 	switch {
 	case e.ckpt != "" && refusedLink(link, err):
-		return errorf("the service refused the page link %s holds (%w): this export cannot be resumed; delete %s and run the command again to start over",
+		return errtext.Errorf("the service refused the page link %s holds (%w): this export cannot be resumed; delete %s and run the command again to start over",
 			e.ckpt, err, e.ckpt)
 	case refusedLink(link, err):
-		return errorf("the page link was refused (%w): export again without --next-page", err)
+		return errtext.Errorf("the page link was refused (%w): export again without --next-page", err)
 	case ctx.Err() != nil && e.ckpt != "":
-		return errorf("interrupted after %d %s (%d in all): run the same command to resume", done, e.res.plural, e.state.Count)
+		return errtext.Errorf("interrupted after %d %s (%d in all): run the same command to resume", done, e.res.plural, e.state.Count)
 	case ctx.Err() != nil:
-		return errorf("interrupted after %d %s", done, e.res.plural)
+		return errtext.Errorf("interrupted after %d %s", done, e.res.plural)
 	case e.ckpt != "":
-		return errorf("%w; %d %s exported (%d in this run): run the same command to resume", err, e.state.Count, e.res.plural, done)
+		return errtext.Errorf("%w; %d %s exported (%d in this run): run the same command to resume", err, e.state.Count, e.res.plural, done)
 	}
-	return errorf("%w; %d %s exported", err, done, e.res.plural)
+	return errtext.Errorf("%w; %d %s exported", err, done, e.res.plural)
 }
 
 // summary says what was exported, on standard error.
@@ -284,7 +301,7 @@ func (e *export[T]) summary() {
 	if e.base > 0 {
 		msg = fmt.Sprintf("Exported %d %s to %s: %d in this run, in %s (%.0f/s)", e.state.Count, e.res.plural, to, done, elapsed.Round(time.Millisecond), rate)
 	}
-	fmt.Fprintln(e.f.IO.ErrOut, msg)
+	fmt.Fprintln(e.io.ErrOut, msg)
 }
 
 // close closes the output of an export that failed.

@@ -186,13 +186,13 @@ func version() string {
 }
 
 // prepare chooses the output format (allFormats; the default depends on
-// whether stdout is a terminal) and builds the client: the first steps of
-// every command that prints what the service answered.
-func (f *Factory) prepare(output string) (format, *management.Client, error) {
-	out, err := chooseFormat(output, f.IO.IsStdoutTTY(), allFormats...)
+// whether standard output is a terminal) and builds the client: the first
+// steps of every command that prints what the service answered.
+func prepare(streams *IOStreams, client func() (*management.Client, error), output string) (format, *management.Client, error) {
+	out, err := chooseFormat(output, streams.IsStdoutTTY(), allFormats...)
 	if err != nil {
 		return out, nil, err
 	}
-	client, err := f.Client()
-	return out, client, err
+	c, err := client()
+	return out, c, err
 }

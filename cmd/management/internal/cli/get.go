@@ -9,50 +9,78 @@ import (
 	"strings"
 
 	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/internal/errtext"
 	"github.com/spf13/cobra"
 )
 
-// getOpts are the flags of a get command.
-type getOpts struct {
+// GetOptions are the flags and argument of users get and things get, and
+// what getRun needs besides: NewCmdGet fills them from the command line,
+// tests fill them directly.
+type GetOptions[T any] struct {
+	IO     *IOStreams
+	Client func() (*management.Client, error)
+	Kind   getKind[T]
+
+	ID     string
 	Output string
 }
 
-func newUsersGetCmd(f *Factory) *cobra.Command {
-	return newGetCmd(f, "user", "USER_ID", "Show a User: its fields, consents, custom settings and associated Things",
-		func(ctx context.Context, c *management.Client, id string) (*management.UserDetails, error) {
-			return c.Users.Get(ctx, id)
-		}, userDetailsColumns, viewUser)
+// getKind is what a get command knows of the item it shows.
+type getKind[T any] struct {
+	noun  string // "user": in messages ("user u-x not found")
+	arg   string // "USER_ID": in the usage line
+	short string
+	get   func(context.Context, *management.Client, string) (*T, error)
+	cols  []column[T]
+	view  func(io.Writer, *T) error
 }
 
-func newThingsGetCmd(f *Factory) *cobra.Command {
-	return newGetCmd(f, "thing", "PHYSICAL_ID", "Show a Thing: its fields, statuses, custom settings and associated Users",
-		func(ctx context.Context, c *management.Client, id string) (*management.ThingDetails, error) {
-			return c.Things.Get(ctx, id)
-		}, thingDetailsColumns, viewThing)
+var userGet = getKind[management.UserDetails]{
+	noun: "user", arg: "USER_ID", short: "Show a User: its fields, consents, custom settings and associated Things",
+	get: func(ctx context.Context, c *management.Client, id string) (*management.UserDetails, error) {
+		return c.Users.Get(ctx, id)
+	},
+	cols: userDetailsColumns, view: viewUser,
 }
 
-// newGetCmd returns the get command of one kind of item: noun names it
-// in messages ("user u-x not found").
-func newGetCmd[T any](f *Factory, noun, arg, short string, get func(context.Context, *management.Client, string) (*T, error), cols []column[T], view func(io.Writer, *T) error) *cobra.Command {
-	opts := &getOpts{}
+var thingGet = getKind[management.ThingDetails]{
+	noun: "thing", arg: "PHYSICAL_ID", short: "Show a Thing: its fields, statuses, custom settings and associated Users",
+	get: func(ctx context.Context, c *management.Client, id string) (*management.ThingDetails, error) {
+		return c.Things.Get(ctx, id)
+	},
+	cols: thingDetailsColumns, view: viewThing,
+}
+
+// NewCmdGet returns the get command of one kind of item. runF, when not
+// nil, is called with the options in place of getRun.
+func NewCmdGet[T any](f *Factory, kind getKind[T], runF func(*GetOptions[T]) error) *cobra.Command {
+	opts := &GetOptions[T]{IO: f.IO, Client: f.Client, Kind: kind}
 	cmd := &cobra.Command{
-		Use:   "get " + arg,
-		Short: short,
-		Args:  exactArgs(arg),
+		Use:   "get " + kind.arg,
+		Short: kind.short,
+		Args:  exactArgs(kind.arg),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			out, client, err := f.prepare(opts.Output)
-			if err != nil {
-				return err
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
 			}
-			item, err := get(cmd.Context(), client, args[0])
-			if err != nil {
-				return notFound(noun, args[0], err)
-			}
-			return printOne(f.IO.Out, out, item, cols, view)
+			return getRun(cmd.Context(), opts)
 		}),
 	}
 	addOutputFlag(cmd, &opts.Output, allFormats...)
 	return cmd
+}
+
+func getRun[T any](ctx context.Context, opts *GetOptions[T]) error {
+	out, client, err := prepare(opts.IO, opts.Client, opts.Output)
+	if err != nil {
+		return err
+	}
+	item, err := opts.Kind.get(ctx, client, opts.ID)
+	if err != nil {
+		return notFound(opts.Kind.noun, opts.ID, err)
+	}
+	return printOne(opts.IO.Out, out, item, opts.Kind.cols, opts.Kind.view)
 }
 
 // notFound turns the service's 404 for a User or Thing into a short
@@ -82,7 +110,7 @@ type notFoundError struct {
 }
 
 // Error is the error text.
-func (e notFoundError) Error() string { return prefix + e.msg }
+func (e notFoundError) Error() string { return errtext.Prefix + e.msg }
 
 // Unwrap returns the wrapped error.
 func (e notFoundError) Unwrap() error { return e.err }

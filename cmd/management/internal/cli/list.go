@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strings"
 
 	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/internal/errtext"
+	"github.com/serviceconnect/management/internal/linkset"
 	"github.com/spf13/cobra"
 )
 
@@ -84,15 +85,14 @@ func (o *orderOptions) listOptions() (*management.ListOptions, error) {
 //
 // A link already followed in this walk is refused, so that a service
 // looping on its links cannot make the walk endless; walk remembers 8
-// bytes per page for that.
+// bytes per page for that (linkset.Set).
 func walk[T any](ctx context.Context, list pageFunc[T], opts *management.ListOptions, page func(*management.Page[*T]) (more bool, err error)) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	seed := maphash.MakeSeed()
-	seen := make(map[uint64]struct{})
+	seen := linkset.New() // the SDK's guard, shared with its List iterators
 	cur := fetch(ctx, list, &management.ListOptions{OrderBy: opts.OrderBy, Direction: opts.Direction, NextPage: opts.NextPage})
 	if opts.NextPage != "" {
-		seen[maphash.String(seed, opts.NextPage)] = struct{}{}
+		seen.Add(opts.NextPage)
 	}
 	for {
 		r := <-cur
@@ -101,11 +101,9 @@ func walk[T any](ctx context.Context, list pageFunc[T], opts *management.ListOpt
 		}
 		var next <-chan fetched[T]
 		if link := r.page.NextPage; link != "" {
-			h := maphash.String(seed, link)
-			if _, dup := seen[h]; dup {
-				return link, errorf("%w: the list links back to a page it already gave", management.ErrInvalidPageLink)
+			if !seen.Add(link) {
+				return link, errtext.Errorf("%w: the list links back to a page it already gave", management.ErrInvalidPageLink)
 			}
-			seen[h] = struct{}{}
 			next = fetch(ctx, list, &management.ListOptions{NextPage: link})
 		}
 		more, err := page(r.page)
@@ -144,15 +142,24 @@ func refusedLink(link string, err error) bool {
 	return link != "" && (errors.Is(err, management.ErrValidation) || errors.Is(err, management.ErrInvalidPageLink))
 }
 
-// listOpts are the flags of a list command.
-type listOpts struct {
-	order  orderOptions
+// ListOptions are the flags of users list and things list, and what
+// listRun needs besides: NewCmdList fills them from the command line,
+// tests fill them directly.
+type ListOptions[T any] struct {
+	IO       *IOStreams
+	Client   func() (*management.Client, error)
+	Resource resource[T]
+
+	Order  orderOptions
 	Output string
 	Pages  int
 }
 
-func newListCmd[T any](f *Factory, res resource[T]) *cobra.Command {
-	opts := &listOpts{}
+// NewCmdList returns the list command of res. runF, when not nil, is
+// called with the options in place of listRun: tests use it to see what
+// the command line sets.
+func NewCmdList[T any](f *Factory, res resource[T], runF func(*ListOptions[T]) error) *cobra.Command {
+	opts := &ListOptions[T]{IO: f.IO, Client: f.Client, Resource: res}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List " + res.plural,
@@ -161,28 +168,32 @@ func newListCmd[T any](f *Factory, res resource[T]) *cobra.Command {
 			"to resume from is printed on standard error, for --next-page.",
 		Args: exactArgs(),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd.Context(), f, res, opts)
+			if runF != nil {
+				return runF(opts)
+			}
+			return listRun(cmd.Context(), opts)
 		}),
 	}
 	addOutputFlag(cmd, &opts.Output, allFormats...)
-	opts.order.addFlags(cmd)
+	opts.Order.addFlags(cmd)
 	cmd.Flags().IntVar(&opts.Pages, "pages", 0, "fetch at most this many pages (0: all)")
 	return cmd
 }
 
-func runList[T any](ctx context.Context, f *Factory, res resource[T], opts *listOpts) error {
-	lo, err := opts.order.listOptions()
+func listRun[T any](ctx context.Context, opts *ListOptions[T]) error {
+	res := opts.Resource
+	lo, err := opts.Order.listOptions()
 	if err != nil {
 		return err
 	}
 	if opts.Pages < 0 {
 		return usagef("--pages %d: want 0 (all) or more", opts.Pages)
 	}
-	out, client, err := f.prepare(opts.Output)
+	out, client, err := prepare(opts.IO, opts.Client, opts.Output)
 	if err != nil {
 		return err
 	}
-	iw := newItemWriter(f.IO.Out, out, res.cols, 0)
+	iw := newItemWriter(opts.IO.Out, out, res.cols, 0)
 	if err := iw.header(); err != nil {
 		return err
 	}
@@ -197,7 +208,7 @@ func runList[T any](ctx context.Context, f *Factory, res resource[T], opts *list
 			return false, err
 		}
 		if pages++; p.NextPage != "" && pages == opts.Pages {
-			fmt.Fprintf(f.IO.ErrOut, "More %s: resume with --next-page %s\n", res.plural, shellQuote(p.NextPage))
+			fmt.Fprintf(opts.IO.ErrOut, "More %s: resume with --next-page %s\n", res.plural, shellQuote(p.NextPage))
 			return false, nil
 		}
 		return true, nil
@@ -205,7 +216,7 @@ func runList[T any](ctx context.Context, f *Factory, res resource[T], opts *list
 	if err != nil {
 		_ = iw.flush()
 		if refusedLink(link, err) {
-			return errorf("the page link was refused (%w): list again without --next-page", err)
+			return errtext.Errorf("the page link was refused (%w): list again without --next-page", err)
 		}
 		return err
 	}

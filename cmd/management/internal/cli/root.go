@@ -1,7 +1,11 @@
 // Package cli holds the commands of the management tool, in the manner of
 // the GitHub CLI: a Factory that builds the SDK client on first use, IO
-// streams that know whether they are terminals, and per command a flags
-// struct that tests fill. Run runs a command line and returns the exit code.
+// streams that know whether they are terminals, and per command one shape:
+// an options struct (XOptions) that the flags fill, or a test; NewCmdX,
+// which builds the cobra command and takes a run function that replaces
+// the command's own in tests (nil otherwise); and xRun, which does the
+// work from the options alone. Run runs a command line and returns the
+// exit code.
 package cli
 
 import (
@@ -10,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/internal/errtext"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +31,7 @@ func Run(ctx context.Context, args []string, f *Factory) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(f.IO.ErrOut, message(err))
+	fmt.Fprintln(f.IO.ErrOut, errtext.Message(err))
 	code := exitCode(err)
 	if code == ExitUsage && !strings.Contains(err.Error(), "\n") {
 		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
@@ -74,22 +79,22 @@ func NewRootCmd(f *Factory) *cobra.Command {
 
 	root.AddCommand(
 		group(&cobra.Command{Use: "users <command>", Short: "List, read, export Users; associate Things with them"},
-			newListCmd(f, usersResource),
-			newUsersGetCmd(f),
-			newExportCmd(f, usersResource),
-			newAssociateCmd(f),
-			newDisassociateCmd(f),
+			NewCmdList(f, usersResource, nil),
+			NewCmdGet(f, userGet, nil),
+			NewCmdExport(f, usersResource, nil),
+			NewCmdAssociate(f, nil),
+			NewCmdDisassociate(f, nil),
 		),
 		group(&cobra.Command{Use: "things <command>", Short: "List, read, update and export Things"},
-			newListCmd(f, thingsResource),
-			newThingsGetCmd(f),
-			newUpdateCmd(f, nil),
-			newExportCmd(f, thingsResource),
+			NewCmdList(f, thingsResource, nil),
+			NewCmdGet(f, thingGet, nil),
+			NewCmdUpdate(f, nil),
+			NewCmdExport(f, thingsResource, nil),
 		),
 		group(&cobra.Command{Use: "token <command>", Short: "Check End User access tokens"},
-			newTokenCheckCmd(f),
+			NewCmdTokenCheck(f, nil),
 		),
-		newVersionCmd(f),
+		NewCmdVersion(f, nil),
 	)
 	return root
 }

@@ -1,23 +1,38 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/internal/errtext"
 	"github.com/spf13/cobra"
 )
 
-// tokenOpts are the flags of token check.
-type tokenOpts struct {
+// TokenCheckOptions are the flags of token check, and what tokenCheckRun
+// needs besides: NewCmdTokenCheck fills them from the command line, tests
+// fill them directly.
+type TokenCheckOptions struct {
+	IO     *IOStreams
+	Client func() (*management.Client, error)
+	// ReadLine reads a line of standard input (after the client secret's,
+	// when that is read there too); flag names it in errors.
+	ReadLine func(flag string) (string, error)
+	// FakeToken, set with --fake, issues an End User token for a User of
+	// the fake service.
+	FakeToken func(userID string) string
+
 	TokenStdin bool
 	Output     string
 }
 
-func newTokenCheckCmd(f *Factory) *cobra.Command {
-	opts := &tokenOpts{}
+// NewCmdTokenCheck returns token check. runF, when not nil, is called with
+// the options in place of tokenCheckRun.
+func NewCmdTokenCheck(f *Factory, runF func(*TokenCheckOptions) error) *cobra.Command {
+	opts := &TokenCheckOptions{IO: f.IO, Client: f.Client, ReadLine: f.readLine}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check an End User access token: valid or not, for which User and role",
@@ -32,30 +47,13 @@ Exit status: 0 when the token is valid, 1 when it is not.`,
   pass show app/end-user-token | management token check --token-stdin -o json`,
 		Args: exactArgs(),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			out, err := chooseFormat(opts.Output, f.IO.IsStdoutTTY(), allFormats...)
-			if err != nil {
-				return err
+			if f.fake { // a global flag: known once the command line is parsed
+				opts.FakeToken = func(userID string) string { return f.fakeServer().IssueEndUserToken(userID) }
 			}
-			client, err := f.Client() // first: the client secret's line comes first on standard input
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			token, err := opts.token(f)
-			if err != nil {
-				return err
-			}
-			auth, err := client.Authenticate(cmd.Context(), wireToken(token))
-			if err != nil {
-				return err
-			}
-			scrub(auth, token)
-			if err := printOne(f.IO.Out, out, auth, authColumns, viewAuth); err != nil {
-				return err
-			}
-			if !auth.Valid {
-				return errorf("the End User token is not valid")
-			}
-			return nil
+			return tokenCheckRun(cmd.Context(), opts)
 		}),
 	}
 	cmd.Flags().BoolVar(&opts.TokenStdin, "token-stdin", false, "read the End User token from a line of standard input")
@@ -63,19 +61,46 @@ Exit status: 0 when the token is valid, 1 when it is not.`,
 	return cmd
 }
 
+func tokenCheckRun(ctx context.Context, opts *TokenCheckOptions) error {
+	out, err := chooseFormat(opts.Output, opts.IO.IsStdoutTTY(), allFormats...)
+	if err != nil {
+		return err
+	}
+	client, err := opts.Client() // first: the client secret's line comes first on standard input
+	if err != nil {
+		return err
+	}
+	token, err := opts.token()
+	if err != nil {
+		return err
+	}
+	auth, err := client.Authenticate(ctx, wireToken(token))
+	if err != nil {
+		return err
+	}
+	scrub(auth, token)
+	if err := printOne(opts.IO.Out, out, auth, authColumns, viewAuth); err != nil {
+		return err
+	}
+	if !auth.Valid {
+		return errtext.Errorf("the End User token is not valid")
+	}
+	return nil
+}
+
 // token returns the End User token to check: from standard input, the
 // environment, or, with --fake and neither, one the fake issues.
-func (o *tokenOpts) token(f *Factory) (string, error) {
+func (o *TokenCheckOptions) token() (string, error) {
 	if o.TokenStdin {
-		return f.readLine("--token-stdin")
+		return o.ReadLine("--token-stdin")
 	}
 	if t := strings.TrimSpace(os.Getenv(EnvEndUserToken)); t != "" {
 		return t, nil
 	}
-	if f.fake {
+	if o.FakeToken != nil {
 		const user = "u-ada"
-		fmt.Fprintf(f.IO.ErrOut, "No End User token given: checking one the fake service issued for %s.\n", user)
-		return f.fakeServer().IssueEndUserToken(user), nil
+		fmt.Fprintf(o.IO.ErrOut, "No End User token given: checking one the fake service issued for %s.\n", user)
+		return o.FakeToken(user), nil
 	}
 	return "", usagef("no End User token: set %s, or give it on standard input with --token-stdin", EnvEndUserToken)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,14 +11,23 @@ import (
 	"time"
 
 	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/internal/errtext"
 	"github.com/spf13/cobra"
 )
 
 // maxPatchDocument bounds the JSON document of things update --json.
 const maxPatchDocument = 1 << 20
 
-// updateOpts are the flags of things update, and the update they make.
-type updateOpts struct {
+// UpdateOptions are the flags and argument of things update, the update
+// they make, and what updateRun needs besides: NewCmdUpdate fills them
+// from the command line, tests fill them directly.
+type UpdateOptions struct {
+	IO     *IOStreams
+	Client func() (*management.Client, error)
+	// Input is standard input, for --json -: buffered once, as the
+	// client secret's line may be read from it first.
+	Input func() io.Reader
+
 	PhysicalID      string
 	Name            string
 	FirmwareVersion string
@@ -33,10 +43,11 @@ type updateOpts struct {
 	Update management.ThingUpdate
 }
 
-// newUpdateCmd returns things update. runF, when not nil, replaces the
-// call to the service: tests use it to see the update the flags make.
-func newUpdateCmd(f *Factory, runF func(*updateOpts) error) *cobra.Command {
-	opts := &updateOpts{}
+// NewCmdUpdate returns things update. runF, when not nil, is called with
+// the options in place of updateRun: tests use it to see the update the
+// flags make.
+func NewCmdUpdate(f *Factory, runF func(*UpdateOptions) error) *cobra.Command {
+	opts := &UpdateOptions{IO: f.IO, Client: f.Client, Input: func() io.Reader { return f.input() }}
 	cmd := &cobra.Command{
 		Use:   "update PHYSICAL_ID",
 		Short: "Update a Thing's name, firmware version, last seen time, statuses or custom settings",
@@ -53,7 +64,7 @@ PATCH body, with --json FILE, or --json - for standard input:
 		Args: exactArgs("PHYSICAL_ID"),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			opts.PhysicalID = args[0]
-			u, err := opts.build(cmd, f, time.Now())
+			u, err := opts.build(cmd, time.Now())
 			if err != nil {
 				return err
 			}
@@ -61,7 +72,7 @@ PATCH body, with --json FILE, or --json - for standard input:
 			if runF != nil {
 				return runF(opts)
 			}
-			return runUpdate(cmd, f, opts)
+			return updateRun(cmd.Context(), opts)
 		}),
 	}
 	fl := cmd.Flags()
@@ -76,20 +87,20 @@ PATCH body, with --json FILE, or --json - for standard input:
 	return cmd
 }
 
-func runUpdate(cmd *cobra.Command, f *Factory, opts *updateOpts) error {
-	out, client, err := f.prepare(opts.Output)
+func updateRun(ctx context.Context, opts *UpdateOptions) error {
+	out, client, err := prepare(opts.IO, opts.Client, opts.Output)
 	if err != nil {
 		return err
 	}
-	thing, err := client.Things.Update(cmd.Context(), opts.PhysicalID, opts.Update)
+	thing, err := client.Things.Update(ctx, opts.PhysicalID, opts.Update)
 	if err != nil {
 		return notFound("thing", opts.PhysicalID, err)
 	}
-	return printOne(f.IO.Out, out, thing, thingDetailsColumns, viewThing)
+	return printOne(opts.IO.Out, out, thing, thingDetailsColumns, viewThing)
 }
 
 // build returns the update the flags describe, or the --json document's.
-func (o *updateOpts) build(cmd *cobra.Command, f *Factory, now time.Time) (management.ThingUpdate, error) {
+func (o *UpdateOptions) build(cmd *cobra.Command, now time.Time) (management.ThingUpdate, error) {
 	fl := cmd.Flags()
 	flagsGiven := fl.Changed("name") || fl.Changed("firmware-version") || fl.Changed("last-seen") ||
 		len(o.Statuses) > 0 || len(o.Sets) > 0 || len(o.Unsets) > 0
@@ -97,7 +108,7 @@ func (o *updateOpts) build(cmd *cobra.Command, f *Factory, now time.Time) (manag
 		if flagsGiven {
 			return management.ThingUpdate{}, usagef("--json cannot be combined with the other update flags")
 		}
-		return o.readDocument(f, now)
+		return o.readDocument(now)
 	}
 	if !flagsGiven {
 		return management.ThingUpdate{}, usagef("nothing to update: give --name, --firmware-version, --last-seen, --status, --set, --unset or --json")
@@ -221,10 +232,10 @@ type patchStatus struct {
 }
 
 // readDocument reads the --json document, from a file or standard input.
-func (o *updateOpts) readDocument(f *Factory, now time.Time) (management.ThingUpdate, error) {
+func (o *UpdateOptions) readDocument(now time.Time) (management.ThingUpdate, error) {
 	var r io.Reader
 	if o.JSONFile == "-" {
-		r = f.input()
+		r = o.Input()
 	} else {
 		file, err := os.Open(o.JSONFile)
 		if err != nil {
@@ -235,7 +246,7 @@ func (o *updateOpts) readDocument(f *Factory, now time.Time) (management.ThingUp
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxPatchDocument+1))
 	if err != nil {
-		return management.ThingUpdate{}, errorf("--json: %w", err)
+		return management.ThingUpdate{}, errtext.Errorf("--json: %w", err)
 	}
 	if len(data) > maxPatchDocument {
 		return management.ThingUpdate{}, usagef("--json: the document is larger than %d bytes", maxPatchDocument)

@@ -17,8 +17,8 @@ func parseUpdate(t *testing.T, stdin string, args ...string) management.ThingUpd
 	t.Helper()
 	streams, in, _, _ := Test()
 	in.WriteString(stdin)
-	var got *updateOpts
-	cmd := newUpdateCmd(NewFactory(streams), func(o *updateOpts) error { got = o; return nil })
+	var got *UpdateOptions
+	cmd := NewCmdUpdate(NewFactory(streams), func(o *UpdateOptions) error { got = o; return nil })
 	cmd.SetArgs(args)
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
