@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/itchyny/gojq"
+	"github.com/serviceconnect/management/internal/errtext"
 )
 
 // jqFilter is a compiled --jq expression. It is compiled before any
@@ -39,7 +40,7 @@ func (q *jqFilter) run(ctx context.Context, w io.Writer, doc []byte, terminal bo
 	dec.UseNumber() // numbers as the service wrote them: no float64 rounding
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return errorf("--jq: the output to filter is not JSON: %w", err)
+		return errtext.Errorf("--jq: the output to filter is not JSON: %w", err)
 	}
 	iter := q.code.RunWithContext(ctx, v)
 	for {
@@ -52,7 +53,7 @@ func (q *jqFilter) run(ctx context.Context, w io.Writer, doc []byte, terminal bo
 			if errors.As(err, &halt) && halt.Value() == nil { // halt: stop, no error
 				return nil
 			}
-			return errorf("--jq: %s", escapeControls(err.Error()))
+			return errtext.Errorf("--jq: %s", escapeControls(err.Error()))
 		}
 		if err := writeJQResult(w, r, terminal); err != nil {
 			return err
@@ -76,7 +77,7 @@ func writeJQResult(w io.Writer, r any, terminal bool) error {
 		b, err = json.Marshal(r)
 	}
 	if err != nil {
-		return errorf("--jq: a result cannot be written as JSON: %w", err)
+		return errtext.Errorf("--jq: a result cannot be written as JSON: %w", err)
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err

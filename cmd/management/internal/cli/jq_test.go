@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/serviceconnect/management/internal/errtext"
 	"strings"
 	"testing"
 )
@@ -36,7 +37,7 @@ func TestJQFilter(t *testing.T) {
 		}
 	}
 
-	if _, err := compileJQ(".[] |"); err == nil || exitCode(classify(err)) != ExitUsage || !strings.HasPrefix(message(err), "management: --jq \".[] |\": ") {
+	if _, err := compileJQ(".[] |"); err == nil || exitCode(classify(err)) != ExitUsage || !strings.HasPrefix(errtext.Message(err), "management: --jq \".[] |\": ") {
 		t.Errorf("compileJQ of a bad expression: %v, want a usage error naming --jq", err)
 	}
 	if _, err := compileJQ("nosuchfunc(1)"); err == nil {

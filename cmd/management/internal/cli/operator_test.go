@@ -21,7 +21,9 @@ func TestForOperators(t *testing.T) {
 	}{
 		{with(func(c *management.Config) { c.BaseURL = "http://management.example.com" }), []string{"MANAGEMENT_BASE_URL (or --base-url)", "MANAGEMENT_ALLOW_INSECURE_HTTP=true"}},
 		{with(func(c *management.Config) { c.BaseURL = "https://u:p@management.example.com" }), []string{"MANAGEMENT_BASE_URL", "MANAGEMENT_CLIENT_ID (or --client-id) and MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin)"}},
-		{with(func(c *management.Config) { c.BaseURL = "https://management.example.com/v2/api/management/service_connect" }), []string{"MANAGEMENT_BASE_URL (or --base-url) \"https://management.example.com/v2/api/management/service_connect\" already ends", "write MANAGEMENT_BASE_URL (or --base-url) as"}},
+		{with(func(c *management.Config) {
+			c.BaseURL = "https://management.example.com/v2/api/management/service_connect"
+		}), []string{"MANAGEMENT_BASE_URL (or --base-url) \"https://management.example.com/v2/api/management/service_connect\" already ends", "write MANAGEMENT_BASE_URL (or --base-url) as"}},
 		{with(func(c *management.Config) { c.RetryWaitMin, c.RetryWaitMax = 10*time.Second, time.Second }), []string{"MANAGEMENT_RETRY_WAIT_MIN (10s) is longer than MANAGEMENT_RETRY_WAIT_MAX (1s)"}},
 		{with(func(c *management.Config) { c.PathPrefix = "api" }), []string{"MANAGEMENT_PATH_PREFIX must"}},
 		{with(func(c *management.Config) { c.MaxResponseBytes = -1 }), []string{"MANAGEMENT_MAX_RESPONSE_BYTES must"}},
