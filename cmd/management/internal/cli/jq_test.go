@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"github.com/serviceconnect/management/internal/errtext"
 	"strings"
 	"testing"
+
+	"github.com/serviceconnect/management/internal/errtext"
 )
 
 // TestJQFilter: results one per line, strings raw (escaped on a

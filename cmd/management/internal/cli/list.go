@@ -215,8 +215,11 @@ func listRun[T any](ctx context.Context, opts *ListOptions[T]) error {
 	})
 	if err != nil {
 		_ = iw.flush()
-		if refusedLink(link, err) {
+		switch {
+		case refusedLink(link, err):
 			return errtext.Errorf("the page link was refused (%w): list again without --next-page", err)
+		case ctx.Err() != nil && link != "":
+			return errtext.Errorf("interrupted after %d %s: resume with --next-page %s", iw.written, res.plural, shellQuote(link))
 		}
 		return err
 	}
