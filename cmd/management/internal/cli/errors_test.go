@@ -238,7 +238,8 @@ func TestHelpVersionCompletion(t *testing.T) {
 		{nil, "Usage:\n  management <command> <subcommand> [flags]"},
 		{[]string{"users"}, "Usage:\n  management users <command> [flags]"},
 		{[]string{"things", "update", "--help"}, "--unset stringArray"},
-		{[]string{"version"}, "management devel (management-go " + management.Version + ", go"},
+		{[]string{"version"}, "\nSDK management-go " + management.Version + "\n"},
+		{[]string{"--version"}, "\nSDK management-go " + management.Version + "\n"},
 		{[]string{"completion", "bash"}, "# bash completion V2 for management"},
 	} {
 		r := runCLI(t, c.args...)
