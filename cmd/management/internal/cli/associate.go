@@ -41,6 +41,7 @@ func NewCmdAssociate(f *Factory, runF func(*AssociateOptions) error) *cobra.Comm
 	cmd.Flags().StringVar(&opts.Model, "model", "", "the Thing's model (required)")
 	cmd.Flags().StringVar(&opts.FirmwareVersion, "firmware-version", "", "the Thing's firmware version (required)")
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	return cmd
 }
 

@@ -53,7 +53,7 @@ is FILE, which holds personal data.`,
   management ` + res.noun + ` export -o csv --order-by updatedAt --direction asc > ` + res.noun + `.csv`,
 		Args: exactArgs(),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			opts.Progress = f.IO.IsStderrTTY() && !f.debug // a global flag: known once the command line is parsed
+			opts.Progress = f.IO.CanShowProgress() && !f.debug // global flags: known once the command line is parsed
 			if runF != nil {
 				return runF(opts)
 			}

@@ -68,6 +68,7 @@ func NewCmdGet[T any](f *Factory, kind getKind[T], runF func(*GetOptions[T]) err
 		}),
 	}
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/itchyny/gojq"
 	"github.com/serviceconnect/management/internal/errtext"
+	"github.com/spf13/cobra"
 )
 
 // jqFilter is a compiled --jq expression. It is compiled before any
@@ -81,4 +82,39 @@ func writeJQResult(w io.Writer, r any, terminal bool) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// addJQFlag adds --jq (-q) to cmd, whose output format is *output on
+// streams: the command then writes JSON into a buffer, and the filter's
+// results go to standard output instead. The whole output is held in
+// memory until the filter runs: export, whose output can be larger than
+// memory, has no --jq (pipe its JSON lines to jq instead).
+func addJQFlag(cmd *cobra.Command, streams *IOStreams, output *string) {
+	var expr string
+	cmd.Flags().StringVarP(&expr, "jq", "q", "", "filter the JSON output with a jq expression (implies -o json)")
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if !c.Flags().Changed("jq") {
+			return run(c, args)
+		}
+		if *output != "" && *output != string(formatJSON) {
+			return classify(usagef("--jq filters JSON: it cannot be combined with -o %s", *output))
+		}
+		q, err := compileJQ(expr)
+		if err != nil {
+			return classify(err)
+		}
+		*output = string(formatJSON)
+		out := streams.Out
+		var doc bytes.Buffer
+		streams.Out = &doc
+		err = run(c, args)
+		streams.Out = out
+		if doc.Len() > 0 { // token check prints an invalid verdict, then fails
+			if ferr := q.run(c.Context(), out, doc.Bytes(), streams.IsStdoutTTY()); ferr != nil && err == nil {
+				return classify(ferr)
+			}
+		}
+		return err
+	}
 }

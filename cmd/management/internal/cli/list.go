@@ -175,6 +175,7 @@ func NewCmdList[T any](f *Factory, res resource[T], runF func(*ListOptions[T]) e
 		}),
 	}
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	opts.Order.addFlags(cmd)
 	cmd.Flags().IntVar(&opts.Pages, "pages", 0, "fetch at most this many pages (0: all)")
 	return cmd

@@ -66,7 +66,6 @@ formats keep the data exact.
 
 ` + exitCodesHelp
 
-
 // NewRootCmd returns the tool's root command, its flags bound to f.
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := group(&cobra.Command{
@@ -90,6 +89,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	pf.StringVar(&f.clientID, "client-id", "", "the client id (default $"+management.EnvClientID+")")
 	pf.BoolVar(&f.secretStdin, "client-secret-stdin", false, "read the client secret from the first line of standard input (default $"+management.EnvClientSecret+")")
 	pf.BoolVar(&f.fake, "fake", false, "run against a built-in fake service seeded with a few Users and Things (offline)")
+	pf.BoolVar(&f.IO.noProgress, "no-progress", false, "draw no progress bar (none is drawn either when standard error is not a terminal, or TERM=dumb)")
 	pf.BoolVar(&f.debug, "debug", false, "log the SDK's requests and retries to standard error (no secrets, tokens or query strings)")
 
 	root.AddCommand(

@@ -59,6 +59,7 @@ Exit status: 0 when the token is valid, 1 when it is not.`,
 	}
 	cmd.Flags().BoolVar(&opts.TokenStdin, "token-stdin", false, "read the End User token from a line of standard input")
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	return cmd
 }
 
