@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,24 +216,37 @@ func killWhen(t *testing.T, s *started, trigger func() bool) bool {
 	}
 }
 
-// checkInvariant: the output is at least as long as the checkpoint says.
+// checkInvariant: once the output holds a byte, a checkpoint vouches for
+// it: the output is at least as long as the checkpoint says, and its bytes
+// up to there have the hash the checkpoint records.
 func checkInvariant(t *testing.T, out, ckpt string) {
 	t.Helper()
 	data, err := os.ReadFile(ckpt)
-	if errors.Is(err, os.ErrNotExist) {
-		return // killed before the first page was recorded
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
+	if len(data) == 0 { // none yet, or created and not yet written
+		if size := fileSize(out); size > 0 {
+			t.Fatalf("the output holds %d bytes that no checkpoint vouches for", size)
+		}
+		return
+	}
 	var c struct {
-		Bytes int64 `json:"bytes"`
+		Offset int64  `json:"offset"`
+		SHA256 string `json:"output_sha256"`
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
 		t.Fatalf("the checkpoint is not whole: %v\n%s", err, data)
 	}
-	if size := fileSize(out); size < c.Bytes {
-		t.Fatalf("the output is %d bytes, the checkpoint records %d", size, c.Bytes)
+	output, err := os.ReadFile(out)
+	if err != nil && !(errors.Is(err, os.ErrNotExist) && c.Offset == 0) {
+		t.Fatal(err)
+	}
+	if int64(len(output)) < c.Offset {
+		t.Fatalf("the output is %d bytes, the checkpoint records %d", len(output), c.Offset)
+	}
+	if sum := fmt.Sprintf("%x", sha256.Sum256(output[:c.Offset])); sum != c.SHA256 {
+		t.Fatalf("the output's first %d bytes hash to %s, the checkpoint records %s", c.Offset, sum, c.SHA256)
 	}
 }
 

@@ -31,7 +31,10 @@ configuration), 4 credentials refused by the service, 130 interrupted
 
 // usageError is a mistake in the command line or the configuration: it
 // exits with ExitUsage.
-type usageError struct{ err error }
+type usageError struct {
+	err    error
+	noHelp bool // the message says what to do: the help would not
+}
 
 // Error is the error text.
 func (e usageError) Error() string { return e.err.Error() }
@@ -42,7 +45,21 @@ func (e usageError) Unwrap() error { return e.err }
 // usagef returns a usageError with errtext.Errorf's text: the tool's
 // errors read as the SDK's do, "management: " said once.
 func usagef(format string, args ...any) error {
-	return usageError{errtext.Errorf(format, args...)}
+	return usageError{err: errtext.Errorf(format, args...)}
+}
+
+// refusef returns a usageError for a command line that does not fit what
+// is on disk (an export's files): the message says what to do, and the
+// pointer to --help is left out.
+func refusef(format string, args ...any) error {
+	return usageError{err: errtext.Errorf(format, args...), noHelp: true}
+}
+
+// wantsHelp reports whether err, a usage error, is better followed by a
+// pointer to --help.
+func wantsHelp(err error) bool {
+	var u usageError
+	return !strings.Contains(err.Error(), "\n") && !(errors.As(err, &u) && u.noHelp)
 }
 
 // exitError carries the exit code a command's error stands for. Errors

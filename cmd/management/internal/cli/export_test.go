@@ -164,7 +164,7 @@ func TestExportResumesAfterFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Count != (failAt-1)*pageSize || c.Done || c.NextPage == "" || c.Bytes != info.Size() {
+			if c.Count != (failAt-1)*pageSize || c.Done || c.NextPage == "" || c.Offset != info.Size() {
 				t.Fatalf("checkpoint %+v after the failure; the output is %d bytes", c, info.Size())
 			}
 
@@ -260,15 +260,12 @@ func TestExportRefusedLink(t *testing.T) {
 	e.httpClient = &http.Client{Transport: next}
 	r := e.run(t, args...)
 	want := "management: the service refused the page link " + ckpt + " holds (GET /users: 400 COMMON.REQUEST_VALIDATION: "
-	wantEnd := "): this export cannot be resumed; delete " + ckpt + " and run the command again to start over\n"
+	wantEnd := "): this export cannot be resumed; start over with --force\n"
 	if r.code != ExitFailure || !strings.HasPrefix(r.stderr, want) || !strings.HasSuffix(r.stderr, wantEnd) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if err := os.Remove(ckpt); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.run(t, args...); r.code != ExitOK {
-		t.Fatalf("after deleting the checkpoint: exit %d, stderr %q", r.code, r.stderr)
+	if r := e.run(t, append(args, "--force")...); r.code != ExitOK {
+		t.Fatalf("with --force: exit %d, stderr %q", r.code, r.stderr)
 	}
 	wantAll(t, exportedIDs(t, out, formatJSONL), 300)
 }
@@ -289,7 +286,7 @@ func TestExportComplete(t *testing.T) {
 	seedUsers(srv, 0)
 	srv.AddUser(management.UserDetails{User: management.User{ID: "u-later"}})
 	r := e.run(t, args...)
-	if want := "The export is already complete: 3 Users in " + out + ". Delete " + ckpt + " to export again.\n"; r.code != ExitOK || r.stderr != want {
+	if want := "The export is already complete: 3 Users in " + out + ", as " + ckpt + " records. Give --force to export again.\n"; r.code != ExitOK || r.stderr != want {
 		t.Errorf("exit %d, stderr %q; want %q", r.code, r.stderr, want)
 	}
 	if after, _ := os.ReadFile(out); string(after) != string(before) {
@@ -393,5 +390,47 @@ func TestExportKeepsOutputOnUsageError(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(out); string(data) != "precious\n" {
 		t.Errorf("the output was changed to %q", data)
+	}
+}
+
+// TestExportResealedCheckpoint: a checkpoint whose offset was moved and
+// whose seal was then recomputed (by a tool that knows the format) is
+// still refused, by the hash of the output it records, and nothing is
+// written.
+func TestExportResealedCheckpoint(t *testing.T) {
+	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(100))
+	seedUsers(srv, 500)
+	e := useServer(t, srv)
+	t.Setenv(management.EnvMaxRetries, "-1")
+	e.httpClient = &http.Client{Transport: &onListRequest{next: e.httpClient.Transport, n: 3, hook: func() {
+		srv.FailNext(managementtest.RouteListUsers, 1, http.StatusServiceUnavailable, 0)
+	}}}
+	dir := t.TempDir()
+	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "ckpt")
+	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
+	if r := e.run(t, args...); r.code != ExitFailure {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	output, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := readCheckpoint(t, ckpt)
+	lastLine := int64(len(lines(string(output))[c.Count-1]) + 1)
+	for _, offset := range []int64{c.Offset - 7, c.Offset - lastLine} {
+		forged := c
+		forged.Offset = offset
+		forged.Seal = forged.seal()
+		data, _ := json.Marshal(forged)
+		if err := os.WriteFile(ckpt, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := e.run(t, args...)
+		if want := "does not hold what " + ckpt + " records"; r.code != ExitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("offset %d: exit %d, stderr %q; want %q", offset, r.code, r.stderr, want)
+		}
+		if now, _ := os.ReadFile(out); string(now) != string(output) {
+			t.Errorf("offset %d: the output changed", offset)
+		}
 	}
 }

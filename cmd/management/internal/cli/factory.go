@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -36,6 +37,7 @@ type Factory struct {
 
 	stdin  *bufio.Reader // IO.In, read line by line, then whole
 	client *management.Client
+	cfg    management.Config      // client's
 	srv    *managementtest.Server // the --fake server
 }
 
@@ -71,10 +73,27 @@ func (f *Factory) Client() (*management.Client, error) {
 	}
 	c, err := management.NewClient(cfg)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{err: err}
 	}
-	f.client = c
+	f.client, f.cfg = c, cfg
 	return c, nil
+}
+
+// service is the service the client reaches, as an export's checkpoint
+// records it: never the secret. The path prefix is the SDK's, its default
+// filled in (Config's JSON form says it). Call it after Client.
+func (f *Factory) service() serviceID {
+	var effective struct {
+		PathPrefix string `json:"path_prefix"`
+	}
+	if data, err := json.Marshal(f.cfg); err == nil {
+		_ = json.Unmarshal(data, &effective)
+	}
+	return serviceID{
+		BaseURL:    strings.TrimRight(f.cfg.BaseURL, "/"),
+		PathPrefix: strings.TrimRight(effective.PathPrefix, "/"),
+		ClientID:   f.cfg.ClientID,
+	}
 }
 
 // config returns the SDK configuration: the fake's with --fake, else the
@@ -116,7 +135,7 @@ func (f *Factory) baseConfig() (management.Config, error) {
 		cfg.ClientSecret = secret
 	}
 	if cfg.BaseURL == "" && cfg.ClientID == "" && cfg.ClientSecret == "" {
-		return cfg, usageError{errors.New(noConfig)}
+		return cfg, usageError{err: errors.New(noConfig)}
 	}
 	problems := malformed(envErr)
 	for _, v := range []struct{ value, name string }{

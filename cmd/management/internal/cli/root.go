@@ -39,7 +39,7 @@ func Run(ctx context.Context, args []string, f *Factory) int {
 	}
 	fmt.Fprintln(f.IO.ErrOut, operatorMessage(err))
 	code := exitCode(err)
-	if code == ExitUsage && !strings.Contains(err.Error(), "\n") {
+	if code == ExitUsage && wantsHelp(err) {
 		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code

@@ -31,9 +31,9 @@ func TestCommandsFillOptions(t *testing.T) {
 
 	var export *ExportOptions[management.User]
 	parseInto(t, NewCmdExport(f, usersResource, func(o *ExportOptions[management.User]) error { export = o; return nil }),
-		"--out", "u.csv", "--checkpoint", "u.ckpt", "-o", "csv", "--order-by", "updatedAt", "--direction", "asc")
-	want := ExportOptions[management.User]{Order: orderOptions{OrderBy: "updatedAt", Direction: "asc"}, Output: "csv", Out: "u.csv", Checkpoint: "u.ckpt"}
-	if diff := cmp.Diff(want, *export, cmpopts.IgnoreFields(ExportOptions[management.User]{}, "IO", "Client", "Resource")); diff != "" {
+		"--out", "u.csv", "--checkpoint", "u.ckpt", "-o", "csv", "--order-by", "updatedAt", "--direction", "asc", "--force")
+	want := ExportOptions[management.User]{Order: orderOptions{OrderBy: "updatedAt", Direction: "asc"}, Output: "csv", Out: "u.csv", Checkpoint: "u.ckpt", Force: true}
+	if diff := cmp.Diff(want, *export, cmpopts.IgnoreFields(ExportOptions[management.User]{}, "IO", "Client", "Service", "Resource")); diff != "" {
 		t.Errorf("export options (-want +got):\n%s", diff)
 	}
 
