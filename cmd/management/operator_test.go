@@ -22,14 +22,14 @@ import (
 // The tests of this file run the built tool as an operator does, against
 // a managementtest server that keeps its state from one run to the next.
 
-// ran is what one run of the tool did.
-type ran struct {
+// toolRun is what one run of the tool did.
+type toolRun struct {
 	code           int
 	stdout, stderr string
 }
 
 // runTool runs the tool with env, stdin and args, and waits for it.
-func runTool(t *testing.T, bin string, env []string, stdin string, args ...string) ran {
+func runTool(t *testing.T, bin string, env []string, stdin string, args ...string) toolRun {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -44,7 +44,7 @@ func runTool(t *testing.T, bin string, env []string, stdin string, args ...strin
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return ran{code, out.String(), errOut.String()}
+	return toolRun{code, out.String(), errOut.String()}
 }
 
 // setEnv is env with each "NAME=value" of kv in place of NAME's earlier
