@@ -45,7 +45,8 @@ func NewCmdExport[T any](f *Factory, res resource[T], runF func(*ExportOptions[T
 		Short: "Export every " + res.singular + " as JSON lines, JSON or CSV, resumably",
 		Long: "Export every " + res.singular + `, page after page, in memory that does not grow with
 their number. A progress bar shows on standard error when it is a terminal
-(except with --debug, whose log goes there).
+that can show it (not with TERM=dumb, --no-progress, or --debug, whose log
+goes there).
 
 With --out FILE --checkpoint CKPT, the export can resume. CKPT is written
 before the first byte of FILE, and after each page, once FILE is synced: it
