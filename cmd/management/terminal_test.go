@@ -86,7 +86,9 @@ func TestTableIsSafeOnTerminal(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%v: exit %d:\n%s", args, r.code, r.screen)
 		}
-		if i := strings.IndexFunc(r.screen, func(c rune) bool { return c < 0x20 && c != '\r' && c != '\n' || c == 0x7f || c >= 0x80 && c < 0xa0 || c == '\u202e' }); i >= 0 {
+		if i := strings.IndexFunc(r.screen, func(c rune) bool {
+			return c < 0x20 && c != '\r' && c != '\n' || c == 0x7f || c >= 0x80 && c < 0xa0 || c == '\u202e'
+		}); i >= 0 {
 			t.Errorf("%v: the terminal received a control character raw at %d:\n%q", args, i, r.screen)
 		}
 		for _, want := range []string{strconv.Quote(hostile), `"L\x1b[31m-1"`} {
