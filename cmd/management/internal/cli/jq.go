@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"unicode/utf16"
 
 	"github.com/itchyny/gojq"
 	"github.com/serviceconnect/management/internal/errtext"
@@ -74,6 +77,7 @@ func writeJQResult(w io.Writer, r any, terminal bool) error {
 	var err error
 	if terminal {
 		b, err = json.MarshalIndent(r, "", "  ")
+		b = []byte(jsonEscapeControls(string(b)))
 	} else {
 		b, err = json.Marshal(r)
 	}
@@ -117,4 +121,28 @@ func addJQFlag(cmd *cobra.Command, streams *IOStreams, output *string) {
 		}
 		return err
 	}
+}
+
+// jsonEscapeControls is the JSON text s, whose control characters below
+// U+0020 encoding/json already escapes, with the other runes a terminal
+// must not receive raw (DEL, the C1 controls, format characters such as
+// a right-to-left override) written as \uXXXX escapes too: the same JSON
+// value, safe to show.
+func jsonEscapeControls(s string) string {
+	if printableText(strings.NewReplacer("\n", "", "\t", "").Replace(s)) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t' || strconv.IsPrint(r):
+			b.WriteRune(r)
+		case r > 0xffff: // a surrogate pair, as JSON writes runes beyond the BMP
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }

@@ -22,6 +22,8 @@ func TestJQFilter(t *testing.T) {
 		{".[].n", false, "12345678901234567890\n1.50\n"},
 		{".[0] | {id, tags}", false, `{"id":"u-1","tags":["a"]}` + "\n"},
 		{".[0].tags", true, "[\n  \"a\"\n]\n"},
+		{`{name: "x\u007f\u009b\u202e"}`, true, "{\n  \"name\": \"x\\u007f\\u009b\\u202e\"\n}\n"},
+		{`{name: "x\u007f"}`, false, "{\"name\":\"x\x7f\"}\n"},
 		{"map(select(.tags == null)) | length", false, "1\n"},
 		{"halt", false, ""},
 	} {
