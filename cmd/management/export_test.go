@@ -333,8 +333,11 @@ func TestExportCheckpointVouchesForOutput(t *testing.T) {
 		{"count changed", nil, func() { editJSON(t, ckpt, func(m map[string]any) { add(m, "count", 1) }) }, changedCkpt},
 		{"marked done", nil, func() { editJSON(t, ckpt, func(m map[string]any) { m["done"] = true }) }, changedCkpt},
 		{"seal removed", nil, func() { editJSON(t, ckpt, func(m map[string]any) { delete(m, "seal") }) }, changedCkpt},
-		{"not a checkpoint", nil, func() { mustDo(t, os.WriteFile(ckpt, []byte(`{"version":1,"bytes":10}`), 0o600)) },
+		{"not a checkpoint", nil, func() { mustDo(t, os.WriteFile(ckpt, []byte("precious\n"), 0o600)) },
 			ckpt + " is not a checkpoint of this tool's exports (nothing was written): give another --checkpoint"},
+		{"another version", nil, func() { mustDo(t, os.WriteFile(ckpt, []byte(`{"version":1,"kind":"users","bytes":10}`), 0o600)) },
+			ckpt + " was written by another version of this tool, which this one cannot resume"},
+		{"a field of another type", nil, func() { editJSON(t, ckpt, func(m map[string]any) { m["count"] = "many" }) }, changedCkpt},
 		{"output edited", nil, func() {
 			data, err := os.ReadFile(out)
 			mustDo(t, err)
@@ -369,13 +372,25 @@ func TestExportCheckpointVouchesForOutput(t *testing.T) {
 		})
 	}
 
+	// --force overwrites a checkpoint that cannot resume, never a file that
+	// is no checkpoint at all.
+	notes := filepath.Join(dir, "notes.txt")
+	precious("notes.txt")(t, dir)
+	before := snapshot(t, dir)
+	r := runIn(t, bin, toolEnv(srv), dir, "users", "export", "--out", out, "--checkpoint", notes, "--force")
+	if r.code != 2 || !strings.Contains(r.stderr, notes+" is not a checkpoint") {
+		t.Errorf("--force on a file that is not a checkpoint: exit %d, stderr %q", r.code, r.stderr)
+	}
+	sameSnapshot(t, "after the refusal", before, snapshot(t, dir))
+	mustDo(t, os.Remove(notes))
+
 	if r := runIn(t, bin, toolEnv(srv), dir, args...); r.code != 0 || !strings.Contains(r.stderr, " in this run") {
 		t.Fatalf("resume: exit %d, stderr %q", r.code, r.stderr)
 	}
 	checkAllOnce(t, out, n)
 
 	// Complete, for srv: not for the other service.
-	r := runIn(t, bin, toolEnv(other), dir, args...)
+	r = runIn(t, bin, toolEnv(other), dir, args...)
 	if r.code != 2 || strings.Contains(r.stderr, "complete") || !strings.Contains(r.stderr, "records an export from "+srv.URL) {
 		t.Errorf("another service, after completion: exit %d, stderr %q", r.code, r.stderr)
 	}

@@ -35,6 +35,11 @@ func Message(err error) string {
 	return msg
 }
 
+// Unprefixed returns err with its text's Prefix dropped, for printing
+// inside a text that has its own (with %v, or in a panic's message);
+// errors.Is and errors.As see err through it.
+func Unprefixed(err error) error { return unprefixed{err} }
+
 // prefixed says Prefix before its error's text.
 type prefixed struct{ err error }
 

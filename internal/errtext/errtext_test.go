@@ -38,3 +38,15 @@ func TestMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestUnprefixed: the text loses its prefix, the error stays itself.
+func TestUnprefixed(t *testing.T) {
+	inner := Errorf("bad %w", io.EOF)
+	u := Unprefixed(inner)
+	if got, want := u.Error(), "bad EOF"; got != want {
+		t.Errorf("text = %q, want %q", got, want)
+	}
+	if !errors.Is(u, io.EOF) {
+		t.Error("errors.Is does not see through")
+	}
+}

@@ -153,8 +153,13 @@ func stillAt(f *os.File, path string) bool {
 // this tool's exports.
 var errNotCheckpoint = errors.New("not a checkpoint")
 
-// errChanged: the file is a checkpoint whose seal does not match.
+// errChanged: the file is a checkpoint that does not hold what this tool
+// wrote: its seal does not match, or its fields are not the format's.
 var errChanged = errors.New("changed")
+
+// errOtherVersion: the file is a checkpoint of another version of the
+// format, which this tool cannot resume.
+var errOtherVersion = errors.New("another version")
 
 // load reads the checkpoint; nil when the file is empty (new, or created
 // by a run that stopped before saving).
@@ -166,13 +171,19 @@ func (cf *checkpointFile) load() (*checkpoint, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
+	var v struct {
+		Version *int `json:"version"`
+	}
+	if json.Unmarshal(data, &v) != nil || v.Version == nil {
+		return nil, errNotCheckpoint
+	}
+	if *v.Version != checkpointVersion {
+		return nil, errOtherVersion
+	}
 	var c checkpoint
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || c.Version != checkpointVersion {
-		return nil, errNotCheckpoint
-	}
-	if c.Seal != c.seal() {
+	if err := dec.Decode(&c); err != nil || c.Seal != c.seal() {
 		return &c, errChanged
 	}
 	return &c, nil

@@ -202,10 +202,12 @@ func (e *export[T]) open() (bool, error) {
 	switch {
 	case errors.Is(err, errNotCheckpoint):
 		return false, refusef("%s is not a checkpoint of this tool's exports (nothing was written): give another --checkpoint", e.ckptFlag)
-	case err != nil && !errors.Is(err, errChanged):
+	case err != nil && !errors.Is(err, errChanged) && !errors.Is(err, errOtherVersion):
 		return false, err
-	case saved == nil || e.force:
+	case saved == nil && err == nil || e.force:
 		return false, e.startOver()
+	case errors.Is(err, errOtherVersion):
+		return false, refusef("%s was written by another version of this tool, which this one cannot resume (nothing was written): start over with --force, which overwrites it and %s", e.ckptFlag, e.outFlag)
 	case errors.Is(err, errChanged):
 		return false, refusef("%s was changed since this tool wrote it, so it cannot vouch for %s (nothing was written): start over with --force, which overwrites both", e.ckptFlag, e.outFlag)
 	}
