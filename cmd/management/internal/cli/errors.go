@@ -24,7 +24,8 @@ const (
 	ExitInterrupt = 130
 )
 
-// exitCodesHelp lists the exit codes, for the help and the README.
+// exitCodesHelp lists the exit codes in the root command's help (the
+// README has them as a table).
 const exitCodesHelp = `Exit status: 0 success, 1 failure, 2 usage (a wrong flag, argument or
 configuration), 4 credentials refused by the service, 130 interrupted
 (Ctrl-C; the message says how to resume).`
