@@ -14,7 +14,7 @@ import (
 
 // progress is an export's progress bar: the count, the rate and the time
 // elapsed (no total is known before the last page). A nil *progress shows
-// nothing: standard error is not a terminal.
+// nothing: standard error cannot show a bar (IOStreams.CanShowProgress).
 type progress struct {
 	p   *mpb.Progress
 	bar *mpb.Bar
