@@ -13,44 +13,11 @@ import (
 // The Authenticator's second level: verdicts shared by the replicas of a
 // service in Authenticator.SharedStore, sealed (see sealer).
 
-// sharedFirstLevelTTL bounds how long a verdict stays in the in-process
-// cache when there is a shared store: the longest another replica may still
-// accept a token that Forget dropped.
-const sharedFirstLevelTTL = 5 * time.Second
-
 // storedVerdict is a verdict as sealed in the shared store: the service's
 // answer, and when the verdict expires.
 type storedVerdict struct {
 	Auth    EndUserAuthentication `json:"auth"`
 	Expires time.Time             `json:"expires"`
-}
-
-// checkSetup refuses an Authenticator that cannot work, rather than
-// answering 503 to every request.
-func (a *Authenticator) checkSetup() error {
-	switch {
-	case a.Client == nil:
-		return errNoClient
-	case a.SharedStore != nil && a.Client.seal == nil:
-		return errorf("%w: Authenticator.SharedStore needs a key to seal verdicts: set Config.SharedStoreKey of its Client (which has no client secret)", ErrInvalidArgument)
-	}
-	return nil
-}
-
-// firstLevel is v as the in-process cache keeps it: with a shared store,
-// for at most sharedFirstLevelTTL.
-func (a *Authenticator) firstLevel(v authVerdict) authVerdict {
-	if a.SharedStore != nil {
-		v.expires = minTime(v.expires, time.Now().Add(sharedFirstLevelTTL))
-	}
-	return v
-}
-
-func minTime(x, y time.Time) time.Time {
-	if x.Before(y) {
-		return x
-	}
-	return y
 }
 
 // How Forget holds for the whole fleet, with a store that has no
@@ -113,17 +80,10 @@ func (a *Authenticator) loadShared(ctx context.Context, store guarded, key, head
 	if !now.Before(sv.Expires) {
 		return authVerdict{}, false, nil
 	}
-	v := a.verdictFor(&sv.Auth, header, now)
+	v := a.verdict(&sv.Auth, header, now)
 	v.expires = minTime(v.expires, sv.Expires)
 	return v, true, nil
 }
-
-// verdictLease is how long a replica waits for the verdict another replica
-// is asking the service for (never more than half the time left to the
-// request that started the check), and the lease's lifetime: a lease left
-// by a replica that died, or written by whoever can write the store, delays
-// a check by at most that long.
-const verdictLease = time.Second
 
 // awaitShared returns the verdict on header from the shared store, waiting
 // while another replica holds the token's lease and asks the service (see
