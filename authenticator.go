@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -153,7 +152,7 @@ type Authenticator struct {
 
 	once    sync.Once
 	timeout time.Duration
-	failing atomic.Bool // the shared store is failing (logged once a streak)
+	shared  *sharedVerdicts // nil without a SharedStore
 	verdictCache
 }
 
@@ -174,6 +173,9 @@ type EndUser struct {
 func (a *Authenticator) init() {
 	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
 	a.verdictCache.init(a, a.SharedStore != nil)
+	if a.SharedStore != nil && a.Client != nil && a.Client.seal != nil {
+		a.shared = &sharedVerdicts{store: a.Client.newSharedStore(a.SharedStore, "End User verdicts"), cache: &a.verdictCache, timeout: a.timeout}
+	}
 }
 
 // errNoClient is Check's answer when Authenticator.Client is not set.
@@ -203,10 +205,10 @@ func (a *Authenticator) checkClient() error {
 // context bounds the wait; a request whose context has ended starts no
 // call. Check does not call ErrorHandler.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
-	a.once.Do(a.init)
 	if err := a.checkClient(); err != nil {
 		return nil, err
 	}
+	a.once.Do(a.init)
 	outcome := AuthRefused
 	defer func() { a.observeCheck(r.Context(), outcome) }()
 	values := r.Header.Values("Authorization")
@@ -225,7 +227,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	}
 	ctx := r.Context()
 	// With a store, judge spends the budget, once the store has no verdict.
-	v, call, err := a.lookup(ctx, tokenKey(header), time.Now(), a.SharedStore == nil, func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
+	v, call, err := a.lookup(ctx, tokenKey(header), time.Now(), a.shared == nil, func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
 		return a.start(ctx, header, settle, release)
 	})
 	switch {
@@ -265,13 +267,13 @@ func (a *Authenticator) start(ctx context.Context, header string, settle func(co
 // judge has the verdict on header: from the shared store when a replica
 // stored one, else from the service, and then stored. With a store, the
 // replica that holds the token's lease asks the service; the others wait
-// for its verdict (see awaitShared).
+// for its verdict (see sharedVerdicts.await).
 func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
-	v, slot, ok := a.awaitShared(ctx, header)
+	v, slot, ok := a.shared.await(ctx, header)
 	if ok {
 		return v, nil
 	}
-	if a.SharedStore != nil && !a.spend() {
+	if a.shared != nil && !a.spend() {
 		return authVerdict{}, ErrOverMissBudget
 	}
 	auth, err := a.Client.Authenticate(ctx, header)
@@ -282,7 +284,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 	v = a.verdict(auth, header, time.Now())
-	a.storeShared(ctx, slot, auth, v.expires)
+	a.shared.put(ctx, slot, auth, v.expires)
 	return v, nil
 }
 
@@ -304,7 +306,7 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 	}
 	a.once.Do(a.init)
 	a.forget(tokenKey(authorization))
-	a.dropShared(ctx, authorization)
+	a.shared.drop(ctx, authorization)
 	return nil
 }
 
