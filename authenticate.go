@@ -104,20 +104,8 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 	}
 	// The texts of an invalid verdict, and a role that is not one of the
 	// service's, come from outside too.
-	if cr := auth.ClientResponse; cr != nil || (auth.Role != RoleAppUser && auth.Role != RoleServiceAccount && auth.Role != "") {
-		r := c.redactor(req, nil)
-		auth.Role = Role(r.text(string(auth.Role)))
-		if cr != nil {
-			// A text that cannot be searched (the token is too short) is
-			// replaced by the default relay's, not relayed as a marker.
-			body := &cr.HTTPBody
-			if body.Reason = r.text(body.Reason); body.Reason == withheldText {
-				body.Reason = defaultInvalidBody.Reason
-			}
-			if body.ErrorMessage = r.text(body.ErrorMessage); body.ErrorMessage == withheldText {
-				body.ErrorMessage = defaultInvalidBody.ErrorMessage
-			}
-		}
+	if auth.ClientResponse != nil || (auth.Role != RoleAppUser && auth.Role != RoleServiceAccount && auth.Role != "") {
+		c.redactor(req, nil).verdict(auth)
 	}
 	return auth, nil
 }
