@@ -81,7 +81,7 @@ func withEntry(in *http.Request, e *Request, body io.ReadCloser) *http.Request {
 
 // record counts a request of route ("" for none) and adds its entry to the
 // log. The entry is not changed afterwards.
-func (s *Server) record(e *Request, route Route, values map[string]string) {
+func (s *service) record(e *Request, route Route, values map[string]string) {
 	e.Route, e.PathValues = route, values
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,7 +97,7 @@ func (s *Server) record(e *Request, route Route, values map[string]string) {
 // Log returns the requests the server received, oldest first, including
 // refused and faulted ones and those that reached no endpoint: the last
 // 10000 since the server was made or Reset. The result is a copy.
-func (s *Server) Log() []Request {
+func (s *service) Log() []Request {
 	s.mu.Lock()
 	entries := slices.Clone(s.log)
 	s.mu.Unlock()
