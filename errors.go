@@ -374,18 +374,14 @@ const errorPrefix = "management: "
 // prefixed says the package's prefix before its error's text.
 type prefixed struct{ err error }
 
-// Error is the error text.
 func (e prefixed) Error() string { return errorPrefix + e.err.Error() }
 
-// Unwrap returns the wrapped error.
 func (e prefixed) Unwrap() error { return e.err }
 
 // unprefixed is an error of this package inside another: its text without
 // the prefix.
 type unprefixed struct{ err error }
 
-// Error is the error text.
 func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), errorPrefix) }
 
-// Unwrap returns the wrapped error.
 func (e unprefixed) Unwrap() error { return e.err }

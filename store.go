@@ -205,7 +205,6 @@ func (s *sharedStore) put(ctx context.Context, key string, plain []byte, ttl tim
 	s.set(ctx, key, s.seal.seal(key, plain), ttl)
 }
 
-// delete removes key.
 func (s *sharedStore) delete(ctx context.Context, key string) {
 	s.note(ctx, s.store.Delete(ctx, key))
 }

@@ -44,8 +44,9 @@ type Request struct {
 }
 
 // entryKey is the context key under which serveHTTP hands the log entry of
-// a request to serveRoute, which adds the route and path values: the mux
-// finds those, and the path it sees is no longer the one sent.
+// a request to the handler the mux picks (an endpoint, or the refusal of
+// the rest), which adds the route and path values: the mux finds those,
+// and the path it sees is no longer the one sent.
 type entryKey struct{}
 
 // receive reads r's body and returns r's log entry, redacted, and a body to

@@ -109,10 +109,8 @@ type notFoundError struct {
 	err error
 }
 
-// Error is the error text.
 func (e notFoundError) Error() string { return errtext.Prefix + e.msg }
 
-// Unwrap returns the wrapped error.
 func (e notFoundError) Unwrap() error { return e.err }
 
 // printable is id as a message shows it: as it is, or quoted when it holds
