@@ -150,10 +150,10 @@ type Authenticator struct {
 	// have the same CacheTTL.
 	SharedStore SharedStore
 
-	once    sync.Once
-	timeout time.Duration
-	shared  *sharedVerdicts // nil without a SharedStore
-	verdictCache
+	once         sync.Once
+	timeout      time.Duration
+	shared       *sharedVerdicts // nil without a SharedStore
+	verdictCache                 // embedded: tests read its lock and contents as the Authenticator's
 }
 
 // MissBudget is a rate of checks that may reach the service: PerSecond
@@ -226,10 +226,11 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 		return nil, &InvalidTokenError{Response: relayable(nil)}
 	}
 	ctx := r.Context()
-	// With a store, judge spends the budget, once the store has no verdict.
-	v, call, err := a.lookup(ctx, tokenKey(header), time.Now(), a.shared == nil, func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
+	start := func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
 		return a.start(ctx, header, settle, release)
-	})
+	}
+	// With a store, judge spends the budget, once the store has no verdict.
+	v, call, err := a.verdictCache.lookup(ctx, tokenKey(header), time.Now(), a.shared == nil, start)
 	switch {
 	case err != nil:
 		return nil, err
@@ -273,7 +274,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 	if ok {
 		return v, nil
 	}
-	if a.shared != nil && !a.spend() {
+	if a.shared != nil && !a.verdictCache.spend() {
 		return authVerdict{}, ErrOverMissBudget
 	}
 	auth, err := a.Client.Authenticate(ctx, header)
@@ -283,7 +284,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 			slog.String("error", err.Error()))
 		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
-	v = a.verdict(auth, header, time.Now())
+	v = a.verdictCache.verdict(auth, header, time.Now())
 	a.shared.put(ctx, slot, auth, v.expires)
 	return v, nil
 }
@@ -305,7 +306,7 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 		return errorf("%w: authorization is empty", ErrInvalidArgument)
 	}
 	a.once.Do(a.init)
-	a.forget(tokenKey(authorization))
+	a.verdictCache.forget(tokenKey(authorization))
 	a.shared.drop(ctx, authorization)
 	return nil
 }
