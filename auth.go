@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -500,13 +498,3 @@ func checkTokenResponse(req *request, resp *http.Response) error {
 
 // Format describes c without its credentials or tokens, whatever the verb.
 func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
-
-// formatRedacted is the Format of the types that hold a secret: it writes
-// their redacted description for every verb, quoted for %q, so that no
-// verb falls through to fmt's field-by-field printing.
-func formatRedacted(f fmt.State, verb rune, description string) {
-	if verb == 'q' {
-		description = strconv.Quote(description)
-	}
-	_, _ = io.WriteString(f, description)
-}

@@ -387,7 +387,6 @@ type limitedBody struct {
 	nhead int
 }
 
-// Read reads from the body.
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		return 0, b.probe()

@@ -37,10 +37,8 @@ type usageError struct {
 	noHelp bool // the message says what to do: the help would not
 }
 
-// Error is the error text.
 func (e usageError) Error() string { return e.err.Error() }
 
-// Unwrap returns the wrapped error.
 func (e usageError) Unwrap() error { return e.err }
 
 // usagef returns a usageError with errtext.Errorf's text: the tool's
@@ -71,10 +69,8 @@ type exitError struct {
 	err  error
 }
 
-// Error is the error text.
 func (e *exitError) Error() string { return e.err.Error() }
 
-// Unwrap returns the wrapped error.
 func (e *exitError) Unwrap() error { return e.err }
 
 // classify gives a command's error its exit code: ExitUsage for a

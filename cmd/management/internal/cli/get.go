@@ -110,8 +110,8 @@ type notFoundError struct {
 	err error
 }
 
-// Error is the error text, with the answer's request id when it had one:
-// the short message must not lose what support needs.
+// Error keeps the answer's request id when it had one: the short message
+// must not lose what support needs.
 func (e notFoundError) Error() string {
 	var apiErr *management.APIError
 	if errors.As(e.err, &apiErr) && apiErr.RequestID != "" {
@@ -120,7 +120,6 @@ func (e notFoundError) Error() string {
 	return errtext.Prefix + e.msg
 }
 
-// Unwrap returns the wrapped error.
 func (e notFoundError) Unwrap() error { return e.err }
 
 // printable is id as a message shows it: as it is, or quoted when it holds
