@@ -121,12 +121,18 @@ func awaitLease[T any](ctx context.Context, l lease, read func() (T, bool, error
 			return v, false, nil
 		}
 		turn = polls.next(l.key, now)
+		// A round past giveUp is not taken: the wait ends at giveUp without
+		// a read of its own, so that all the waits on a key, ending
+		// together, keep to the one schedule.
 		t := time.NewTimer(min(turn.Sub(now), giveUp.Sub(now)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return v, false, nil
 		case <-t.C:
+		}
+		if turn.After(giveUp) {
+			return v, false, nil
 		}
 	}
 }
