@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -530,14 +528,4 @@ func checkTokenResponse(req *request, resp *http.Response) error {
 	default:
 		return &TokenError{StatusCode: status, BodyLength: int64(len(body)), Header: header, RequestID: requestID}
 	}
-}
-
-// formatRedacted is the Format of the types that hold a secret: it writes
-// their redacted description for every verb, quoted for %q, so that no
-// verb falls through to fmt's field-by-field printing.
-func formatRedacted(f fmt.State, verb rune, description string) {
-	if verb == 'q' {
-		description = strconv.Quote(description)
-	}
-	_, _ = io.WriteString(f, description)
 }
