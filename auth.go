@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -476,15 +474,29 @@ type authorizer interface {
 	authorize(ctx context.Context) (string, *Token, error)
 }
 
-// bearer authorizes a request of the API with the management token.
-type bearer struct{ tokens TokenSource }
+// bearer authorizes a request of the API with the management token. It
+// keeps the header of the token it last gave, so that the header is built
+// once per token rather than once per request; it compares the token's
+// fields, not its pointer, as a TokenSource may change a Token in place.
+type bearer struct {
+	tokens TokenSource
+	last   atomic.Pointer[bearerHeader]
+}
+
+// bearerHeader is the Authorization header value of a token.
+type bearerHeader struct{ access, typ, value string }
 
 func (b *bearer) authorize(ctx context.Context) (string, *Token, error) {
 	tok, err := b.tokens.Token(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	return tok.header(), tok, nil
+	if h := b.last.Load(); h != nil && h.access == tok.AccessToken && h.typ == tok.TokenType {
+		return h.value, tok, nil
+	}
+	h := &bearerHeader{access: tok.AccessToken, typ: tok.TokenType, value: tok.header()}
+	b.last.Store(h)
+	return h.value, tok, nil
 }
 
 // basic authorizes the token request with the client credentials.
@@ -516,14 +528,4 @@ func checkTokenResponse(req *request, resp *http.Response) error {
 	default:
 		return &TokenError{StatusCode: status, BodyLength: int64(len(body)), Header: header, RequestID: requestID}
 	}
-}
-
-// formatRedacted is the Format of the types that hold a secret: it writes
-// their redacted description for every verb, quoted for %q, so that no
-// verb falls through to fmt's field-by-field printing.
-func formatRedacted(f fmt.State, verb rune, description string) {
-	if verb == 'q' {
-		description = strconv.Quote(description)
-	}
-	_, _ = io.WriteString(f, description)
 }

@@ -113,7 +113,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.tokens, c.invalidator = cache, cache
 		c.creds = append([]string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret}, authForms(cache.auth)...)
 	}
-	c.bearer = bearer{c.tokens}
+	c.bearer.tokens = c.tokens
 	if err := c.setSharedStore(cfg); err != nil {
 		return nil, err
 	}
@@ -175,6 +175,10 @@ type request struct {
 	values   [maxPathValues]string
 	attempts int
 	waited   time.Duration
+
+	// answer reads the 2xx body decode reads: held here, as the request
+	// is allocated anyway.
+	answer limitedBody
 }
 
 // maxPathValues is the most parameters a route of the API has.
@@ -343,7 +347,11 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 // newHTTPRequest is one HTTP request of req, with the Authorization
 // header auth.
 func (c *Client) newHTTPRequest(ctx context.Context, req *request, auth string) (*http.Request, error) {
-	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, bodyOf(req))
+	var body io.Reader // nil for none; a *bytes.Reader, which net/http knows how to rewind (GetBody)
+	if req.body != nil {
+		body = bytes.NewReader(req.body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, body)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +369,7 @@ func (c *Client) newHTTPRequest(ctx context.Context, req *request, auth string) 
 func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, tok *Token, why ResendReason) (*http.Response, error) {
 	resent := req.attempts
 	req.attempts++
-	if !c.observesAttempts() {
+	if obs := c.observer; obs == nil || (obs.AttemptStart == nil && obs.AttemptDone == nil) {
 		return c.httpClient.Do(hr)
 	}
 	op, a := req.operation(), c.attempt(req, resent, why)
@@ -372,15 +380,6 @@ func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, t
 	resp, err := c.httpClient.Do(hr)
 	c.doneAttempt(ctx, op, a, req, tok, resp, err)
 	return resp, err
-}
-
-// bodyOf is req's body as a reader net/http can rewind (it sets GetBody
-// for a *bytes.Reader); nil for none.
-func bodyOf(req *request) io.Reader {
-	if req.body == nil {
-		return nil
-	}
-	return bytes.NewReader(req.body)
 }
 
 // sleep waits d, or until ctx ends.
@@ -412,10 +411,21 @@ func (c *Client) observeRetry(ctx context.Context, req *request, r RetryInfo) {
 	}
 }
 
-// noteAnswer notes what an answer says beyond its status: that its route
-// is deprecated, or that the service asks the route to pause.
+// noteAnswer notes what an answer says beyond its status. A route the
+// service says is deprecated (Deprecation, RFC 9745) or will go away
+// (Sunset, RFC 8594) is logged once per route and Client, so that the news
+// reaches whoever reads the logs before the route is gone. A 429 or 503
+// with Retry-After pauses the route for the other calls (see routePauses).
 func (c *Client) noteAnswer(ctx context.Context, req *request, tok *Token, resp *http.Response) {
-	c.noteDeprecation(ctx, req, tok, resp.Header)
+	if deprecation, sunset := resp.Header.Get("Deprecation"), resp.Header.Get("Sunset"); deprecation != "" || sunset != "" {
+		key := routeOf(req)
+		if _, seen := c.deprecated.LoadOrStore(key, struct{}{}); !seen {
+			r := c.redactor(req, tok) // the values come from outside
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
+				slog.String("method", key.method), slog.String("route", key.route),
+				slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
+		}
+	}
 	if status := resp.StatusCode; status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
 			c.notePause(ctx, req, status, d)
@@ -474,7 +484,8 @@ type wireError struct {
 // is a *DecodeError that says what came back.
 func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	defer resp.Body.Close()
-	body := &limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
+	body := &req.answer
+	*body = limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
 	err := decodeJSON(body, out)
 	if body.over {
 		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, c.maxBody)
@@ -548,7 +559,6 @@ type limitedBody struct {
 	nhead int
 }
 
-// Read reads from the body.
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		return 0, b.probe()
@@ -634,31 +644,12 @@ func (c *Client) redactor(req *request, tok *Token) *redactor {
 	return newRedactor(append(creds, authForms(req.credential)...)...)
 }
 
-// withoutURL drops the URL that *url.Error prints (net/http and
-// retryablehttp print it whole, query string included) and keeps the cause.
+// withoutURL drops the URL that *url.Error prints (net/http prints it
+// whole, query string included) and keeps the cause.
 func withoutURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err
 	}
 	return err
-}
-
-// noteDeprecation logs, once per route and Client, an answer that says its
-// route is deprecated (Deprecation, RFC 9745) or will go away (Sunset, RFC
-// 8594), so that the news reaches whoever reads the logs before the route
-// is gone.
-func (c *Client) noteDeprecation(ctx context.Context, req *request, tok *Token, h http.Header) {
-	deprecation, sunset := h.Get("Deprecation"), h.Get("Sunset")
-	if deprecation == "" && sunset == "" {
-		return
-	}
-	key := routeOf(req)
-	if _, seen := c.deprecated.LoadOrStore(key, struct{}{}); seen {
-		return
-	}
-	r := c.redactor(req, tok) // the values come from outside
-	c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
-		slog.String("method", key.method), slog.String("route", key.route),
-		slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
 }

@@ -146,18 +146,55 @@ func refreshMarginText(m time.Duration) string {
 	return m.String()
 }
 
+// configField is one field of Config as its printers show it, in the one
+// list that String, LogValue and MarshalJSON are built from.
+type configField struct {
+	name  string // as String names it: "BaseURL"
+	key   string // as LogValue and MarshalJSON name it: "base_url"
+	value any    // a redacted secret, a string, a bool, an int, an int64 or a time.Duration
+	quote bool   // String quotes it
+}
+
+// fields lists c's fields with the client id and secret redacted and the
+// defaults filled in: the values a Client built from c uses.
+func (c Config) fields() []configField {
+	d := c.withDefaults()
+	return []configField{
+		{"BaseURL", "base_url", d.BaseURL, true},
+		{"ClientID", "client_id", redact(d.ClientID), false},
+		{"ClientSecret", "client_secret", redact(d.ClientSecret), false},
+		{"TokenSource", "token_source", d.TokenSource != nil, false},
+		{"MaxRetries", "max_retries", d.MaxRetries, false},
+		{"RetryWaitMin", "retry_wait_min", d.RetryWaitMin, false},
+		{"RetryWaitMax", "retry_wait_max", d.RetryWaitMax, false},
+		{"RefreshMargin", "refresh_margin", refreshMarginText(d.RefreshMargin), false},
+		{"PathPrefix", "path_prefix", d.PathPrefix, true},
+		{"UnsetMarker", "unset_marker", d.UnsetMarker, true},
+		{"AllowInsecureHTTP", "allow_insecure_http", d.AllowInsecureHTTP, false},
+		{"MaxResponseBytes", "max_response_bytes", d.MaxResponseBytes, false},
+		{"SharedStore", "shared_store", d.SharedStore != nil, false},
+	}
+}
+
 // String describes c with the client id and secret redacted and the
 // defaults filled in: the values a Client built from c uses. MaxRetries 0
 // means never retry; a RefreshMargin of "lifetime/10" is the default, a
 // tenth of each token's lifetime.
 func (c Config) String() string {
-	d := c.withDefaults()
-	return fmt.Sprintf("management.Config{BaseURL:%q, ClientID:%s, ClientSecret:%s, TokenSource:%t, "+
-		"MaxRetries:%d, RetryWaitMin:%v, RetryWaitMax:%v, RefreshMargin:%s, PathPrefix:%q, UnsetMarker:%q, "+
-		"AllowInsecureHTTP:%t, MaxResponseBytes:%d, SharedStore:%t}",
-		d.BaseURL, redact(d.ClientID), redact(d.ClientSecret), d.TokenSource != nil,
-		d.MaxRetries, d.RetryWaitMin, d.RetryWaitMax, refreshMarginText(d.RefreshMargin), d.PathPrefix, d.UnsetMarker,
-		d.AllowInsecureHTTP, d.MaxResponseBytes, d.SharedStore != nil)
+	var b strings.Builder
+	b.WriteString("management.Config{")
+	for i, f := range c.fields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		verb := "%s:%v"
+		if f.quote {
+			verb = "%s:%q"
+		}
+		fmt.Fprintf(&b, verb, f.name, f.value)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // GoString is String, so that %#v redacts too.
@@ -171,44 +208,28 @@ func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.Strin
 
 // LogValue describes c to log/slog as String does.
 func (c Config) LogValue() slog.Value {
-	d := c.withDefaults()
-	return slog.GroupValue(
-		slog.String("base_url", d.BaseURL),
-		slog.String("client_id", redact(d.ClientID)),
-		slog.String("client_secret", redact(d.ClientSecret)),
-		slog.Bool("token_source", d.TokenSource != nil),
-		slog.Int("max_retries", d.MaxRetries),
-		slog.Duration("retry_wait_min", d.RetryWaitMin),
-		slog.Duration("retry_wait_max", d.RetryWaitMax),
-		slog.String("refresh_margin", refreshMarginText(d.RefreshMargin)),
-		slog.String("path_prefix", d.PathPrefix),
-		slog.String("unset_marker", d.UnsetMarker),
-		slog.Bool("allow_insecure_http", d.AllowInsecureHTTP),
-		slog.Int64("max_response_bytes", d.MaxResponseBytes),
-		slog.Bool("shared_store", d.SharedStore != nil),
-	)
+	fields := c.fields()
+	attrs := make([]slog.Attr, len(fields))
+	for i, f := range fields {
+		attrs[i] = slog.Any(f.key, f.value)
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // MarshalJSON encodes c as String describes it, so that a Config nested in
 // a value logged by slog's JSON handler stays safe. Durations are strings
 // ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	d := c.withDefaults()
-	return json.Marshal(map[string]any{
-		"base_url":            d.BaseURL,
-		"client_id":           redact(d.ClientID),
-		"client_secret":       redact(d.ClientSecret),
-		"token_source":        d.TokenSource != nil,
-		"max_retries":         d.MaxRetries,
-		"retry_wait_min":      d.RetryWaitMin.String(),
-		"retry_wait_max":      d.RetryWaitMax.String(),
-		"refresh_margin":      refreshMarginText(d.RefreshMargin),
-		"path_prefix":         d.PathPrefix,
-		"unset_marker":        d.UnsetMarker,
-		"allow_insecure_http": d.AllowInsecureHTTP,
-		"max_response_bytes":  d.MaxResponseBytes,
-		"shared_store":        d.SharedStore != nil,
-	})
+	fields := c.fields()
+	m := make(map[string]any, len(fields))
+	for _, f := range fields {
+		if d, ok := f.value.(time.Duration); ok {
+			m[f.key] = d.String()
+			continue
+		}
+		m[f.key] = f.value
+	}
+	return json.Marshal(m)
 }
 
 // checkCredentials checks the client credentials when they are used. The

@@ -105,7 +105,7 @@
 // Client.Authenticate asks the service whether an End User access token is
 // valid; errors it returns never quote the token. Authenticator puts that
 // check in front of net/http handlers, failing closed, with a bounded cache,
-// a bound on calls in flight (MaxConcurrentChecks, 64; beyond it 503 with
-// Retry-After: 1), a bound on each check's time (Timeout, 5 s), and Forget
-// for sign-out.
+// a bound on calls in flight (MaxConcurrentChecks), a bound on each check's
+// time (Timeout), and Forget for sign-out; its refusals are listed on
+// Authenticator.
 package management

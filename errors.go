@@ -253,7 +253,7 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, " (Content-Type %q)", truncate(e.ContentType, maxContentType))
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %s", escape(unprefixed{e.Err}.Error()))
+		fmt.Fprintf(&b, ": %s", escape(errtext.Unprefixed(e.Err).Error()))
 	}
 	if len(e.Body) > 0 {
 		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
@@ -307,7 +307,7 @@ func (e *TransportError) Error() string {
 		fmt.Fprintf(&b, "no answer after %d attempt(s)", e.Attempts)
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %s", escape(unprefixed{e.Err}.Error()))
+		fmt.Fprintf(&b, ": %s", escape(errtext.Unprefixed(e.Err).Error()))
 	}
 	return b.String()
 }
@@ -316,30 +316,23 @@ func (e *TransportError) Error() string {
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // Refusals of Authenticator, the error passed to Authenticator.ErrorHandler
-// and returned by Authenticator.Check. Test for them with errors.Is, and for
-// *InvalidTokenError with errors.As.
+// and returned by Authenticator.Check; when each is returned, and the answer
+// written for it, is the table on Authenticator. Test for them with
+// errors.Is, and for *InvalidTokenError with errors.As.
 var (
-	// ErrMissingToken: the request had no Authorization header, or a blank one.
+	// ErrMissingToken: no Authorization header, or a blank one.
 	ErrMissingToken = errors.New("management: missing End User access token")
-	// ErrInvalidToken: the service said the End User token is invalid.
-	// *InvalidTokenError matches it and carries the answer to relay.
+	// ErrInvalidToken: the token is invalid; *InvalidTokenError matches it.
 	ErrInvalidToken = errors.New("management: invalid End User access token")
-	// ErrForbiddenRole: the token is valid but its role is not RoleAppUser;
-	// RoleServiceAccount means a management token was presented.
+	// ErrForbiddenRole: the token is valid, of a role other than RoleAppUser.
 	ErrForbiddenRole = errors.New("management: End User access token of a role that is not allowed")
-	// ErrAuthenticationUnavailable: no verdict could be had on the token
-	// (the service unreachable, failing after retries, refusing the
-	// management token, or answering in an unknown shape). The error
-	// wrapping it also wraps the cause (*APIError, *TransportError, ...).
+	// ErrAuthenticationUnavailable: no verdict could be had on the token.
 	ErrAuthenticationUnavailable = errors.New("management: End User token check unavailable")
-	// ErrTooManyChecks: the token needed a call to the service while
-	// Authenticator.MaxConcurrentChecks calls were in flight, so it was
-	// refused at once, without a verdict. It matches
-	// ErrAuthenticationUnavailable.
+	// ErrTooManyChecks: Authenticator.MaxConcurrentChecks calls were in
+	// flight. It matches ErrAuthenticationUnavailable.
 	ErrTooManyChecks = errorf("%w: too many checks in flight", ErrAuthenticationUnavailable)
-	// ErrOverMissBudget: the token needed a call to the service beyond
-	// Authenticator.MissBudget, so it was refused at once, without a
-	// verdict. It matches ErrAuthenticationUnavailable.
+	// ErrOverMissBudget: Authenticator.MissBudget was spent. It matches
+	// ErrAuthenticationUnavailable.
 	ErrOverMissBudget = errorf("%w: over the budget of checks that reach the service", ErrAuthenticationUnavailable)
 )
 
@@ -369,8 +362,8 @@ func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidT
 // (errtext.Errorf, which the command-line tool shares).
 func errorf(format string, args ...any) error { return errtext.Errorf(format, args...) }
 
-// unprefixed is an error of this package printed inside a text that has
-// the prefix already (errtext.Unprefixed).
+// unprefixed is errtext.Unprefixed for authenticator.go, which writes
+// unprefixed{err}: once it calls errtext.Unprefixed, this type goes.
 type unprefixed struct{ err error }
 
 func (e unprefixed) Error() string { return errtext.Unprefixed(e.err).Error() }

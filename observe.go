@@ -285,12 +285,6 @@ func (a *Authenticator) observeCalls(ctx context.Context, delta int) {
 	}
 }
 
-// observesAttempts reports whether c's Observer has an attempt hook: only
-// then is an Attempt built.
-func (c *Client) observesAttempts() bool {
-	return c.observer != nil && (c.observer.AttemptStart != nil || c.observer.AttemptDone != nil)
-}
-
 // attempt describes the attempt of req that resent requests preceded.
 func (c *Client) attempt(req *request, resent int, why ResendReason) Attempt {
 	return Attempt{
@@ -359,8 +353,8 @@ func propagated(name string) bool {
 	return true
 }
 
-// doneAttempt calls AttemptDone with what came back: resp, or err (which
-// it redacts with r).
+// doneAttempt calls AttemptDone with what came back: resp, or err,
+// redacted of the credentials the attempt carried.
 func (c *Client) doneAttempt(ctx context.Context, op Operation, a Attempt, req *request, tok *Token, resp *http.Response, err error) {
 	if c.observer.AttemptDone == nil {
 		return

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,6 +30,16 @@ func redact(s string) string {
 		return `""`
 	}
 	return redacted
+}
+
+// formatRedacted is the Format of the types that hold a secret: it writes
+// their redacted description for every verb, quoted for %q, so that no
+// verb falls through to fmt's field-by-field printing.
+func formatRedacted(f fmt.State, verb rune, description string) {
+	if verb == 'q' {
+		description = strconv.Quote(description)
+	}
+	_, _ = io.WriteString(f, description)
 }
 
 // minSecretLen is the shortest credential searched for in texts: a shorter
@@ -325,6 +336,23 @@ func percentPlus(s string) ([]byte, int) {
 		return []byte{' '}, 1
 	}
 	return percent(s)
+}
+
+// verdict redacts what Authenticate hands back from the service: the role
+// and the texts of the ClientResponse to relay. A text that cannot be
+// searched (the token is too short) is replaced by the default relay's, not
+// relayed as a marker.
+func (r *redactor) verdict(auth *EndUserAuthentication) {
+	auth.Role = Role(r.text(string(auth.Role)))
+	if cr := auth.ClientResponse; cr != nil {
+		body := &cr.HTTPBody
+		if body.Reason = r.text(body.Reason); body.Reason == withheldText {
+			body.Reason = defaultInvalidBody.Reason
+		}
+		if body.ErrorMessage = r.text(body.ErrorMessage); body.ErrorMessage == withheldText {
+			body.ErrorMessage = defaultInvalidBody.ErrorMessage
+		}
+	}
 }
 
 // bytes redacts a body kept in an error; cut says it was cut at a limit.

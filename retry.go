@@ -26,6 +26,10 @@ import (
 // and RetryWaitMax) and are otherwise exponential with full jitter between
 // RetryWaitMin and RetryWaitMax. A wait that would pass the context's
 // deadline is not taken: the last answer is returned at once.
+//
+// This file holds the policy and the waits; Client.send (client.go) is the
+// loop that applies them. A 429 or 503 with Retry-After also pauses its
+// route for the other calls (routePauses, below).
 
 // retryable reports whether an attempt that ended with resp or err is worth
 // another: 429, 500, 502, 503 and 504, and the connection failures that

@@ -75,7 +75,7 @@ func newSealer(master []byte, baseURL, prefix, clientID string) (*sealer, error)
 //
 //	mg1:{<ns>}:token              the management token
 //	mg1:{<ns>}:token:lease        the lease on refreshing it
-//	mg1:<ns>:verdict:{<mac>}:epoch  an End User token's epoch, set by Forget (see verdicts.go)
+//	mg1:<ns>:verdict:{<mac>}:epoch  an End User token's epoch, set by Forget (see sharedverdicts.go)
 //	mg1:<ns>:verdict:{<mac>}[:e<epoch>]  the verdict, under the epoch read before asking
 //	mg1:<ns>:verdict:{<mac>}[:e<epoch>]:lease  the lease on asking about it
 

@@ -1,8 +1,10 @@
 package management
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -41,6 +43,14 @@ type SharedStore interface {
 	// holder is left alone).
 	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(context.Context) error, ok bool, err error)
 }
+
+// defaultSharedStoreTimeout bounds one store call: at least ten times the
+// 99.9th percentile of a GET on a loaded 2-core host, as
+// scripts/bench-fleet.sh measures it (34 to 73 ms over ten runs, two busy
+// loops and a load average of 13), so that a loaded but healthy store is
+// not taken for a hung one; a hung one delays a call that reads it (a cache
+// miss) by that long at most.
+const defaultSharedStoreTimeout = 750 * time.Millisecond
 
 // maxStoreCalls bounds the store calls of a Client running at once,
 // abandoned ones (past Config.SharedStoreTimeout) included: beyond it, a
@@ -145,4 +155,109 @@ func (s guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 		_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) })
 		return err
 	}, true, nil
+}
+
+// sharedStore is a SharedStore as the fleet's token sharing and verdict
+// sharing use it: every call bounded by the Client's storeGuard, values
+// sealed and opened by the Client's sealer, and a streak of failures logged
+// once, at its start and at its end, whatever the number of calls.
+type sharedStore struct {
+	store   guarded
+	seal    *sealer
+	logger  *slog.Logger
+	what    string      // what it holds, for the log: "management token"
+	failing atomic.Bool // a failure streak is under way
+}
+
+// newSharedStore returns store as c uses it for what.
+func (c *Client) newSharedStore(store SharedStore, what string) *sharedStore {
+	return &sharedStore{store: c.stores.guard(store), seal: c.seal, logger: c.logger, what: what}
+}
+
+// get returns the value stored under key as it is, nil when there is none.
+func (s *sharedStore) get(ctx context.Context, key string) ([]byte, error) {
+	v, err := s.store.Get(ctx, key)
+	s.note(ctx, err)
+	return v, err
+}
+
+// open returns the value sealed under key, or nil when there is none or it
+// does not open (forged, foreign, corrupt, sealed under a rotated secret).
+func (s *sharedStore) open(ctx context.Context, key string) ([]byte, error) {
+	sealed, err := s.get(ctx, key)
+	if err != nil || sealed == nil {
+		return nil, err
+	}
+	plain, ok := s.seal.open(key, sealed)
+	if !ok {
+		return nil, nil
+	}
+	return plain, nil
+}
+
+// set stores value under key as it is, for ttl.
+func (s *sharedStore) set(ctx context.Context, key string, value []byte, ttl time.Duration) {
+	s.note(ctx, s.store.Set(ctx, key, value, ttl))
+}
+
+// put stores plain sealed under key, for ttl.
+func (s *sharedStore) put(ctx context.Context, key string, plain []byte, ttl time.Duration) {
+	s.set(ctx, key, s.seal.seal(key, plain), ttl)
+}
+
+func (s *sharedStore) delete(ctx context.Context, key string) {
+	s.note(ctx, s.store.Delete(ctx, key))
+}
+
+// tryLock takes the lease on key (see SharedStore.TryLock); its unlock
+// notes a failure too.
+func (s *sharedStore) tryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(context.Context), ok bool, err error) {
+	release, ok, err := s.store.TryLock(ctx, key, ttl)
+	s.note(ctx, err)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return func(ctx context.Context) { s.note(ctx, release(ctx)) }, true, nil
+}
+
+// note logs the start of a streak of failures (Warn) and its end (Info,
+// with the number of calls abandoned so far).
+func (s *sharedStore) note(ctx context.Context, err error) {
+	switch {
+	case err != nil && !s.failing.Swap(true):
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "management: shared store failing, going on without it",
+			slog.String("for", s.what), slog.String("error", err.Error()))
+	case err == nil && s.failing.Swap(false):
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "management: shared store answering again", slog.String("for", s.what),
+			slog.Int64("abandoned_calls", s.store.g.abandoned.Load()))
+	}
+}
+
+// setSharedStore derives the sealer of what the Client stores in a shared
+// store, and with Config.SharedStore shares the management token.
+func (c *Client) setSharedStore(cfg Config) error {
+	if cfg.SharedStoreTimeout < 0 {
+		return errorf("%w: Config.SharedStoreTimeout must not be negative", ErrInvalidArgument)
+	}
+	c.stores.timeout = cmp.Or(cfg.SharedStoreTimeout, defaultSharedStoreTimeout)
+	master := cfg.SharedStoreKey
+	switch {
+	case len(master) > 0 && len(master) < minSharedStoreKey:
+		return errorf("%w: Config.SharedStoreKey must be at least %d bytes", ErrInvalidArgument, minSharedStoreKey)
+	case len(master) == 0 && cfg.TokenSource == nil:
+		master = []byte(cfg.ClientSecret)
+	case len(master) == 0 && cfg.SharedStore != nil:
+		return errorf("%w: Config.SharedStore needs Config.SharedStoreKey when Config.TokenSource replaces the client credentials", ErrInvalidArgument)
+	case len(master) == 0:
+		return nil
+	}
+	seal, err := newSealer(master, c.baseURL, c.prefix, cfg.ClientID)
+	if err != nil {
+		return errorf("deriving the shared store's keys: %w", err)
+	}
+	c.seal = seal
+	if cache, ok := c.tokens.(*tokenCache); ok && cfg.SharedStore != nil {
+		cache.shared = &sharedTokens{store: c.newSharedStore(cfg.SharedStore, "management token"), cache: cache}
+	}
+	return nil
 }

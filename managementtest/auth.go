@@ -27,7 +27,7 @@ type tokenResponse struct {
 
 // issueToken answers POST /auth/token: Basic credentials first (401
 // invalid_client), then the JSON grant (400 unsupported_grant_type).
-func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
+func (s *service) issueToken(w http.ResponseWriter, r *http.Request) {
 	id, secret, ok := r.BasicAuth()
 	if !ok || id != s.opts.clientID || secret != s.opts.clientSecret {
 		writeJSON(w, http.StatusUnauthorized, tokenError{Error: "invalid_client", ErrorDescription: msgInvalidClient})
@@ -61,7 +61,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 
 // validManagementToken reports whether an Authorization header carries a
 // management token that is issued and not expired.
-func (s *Server) validManagementToken(header string) bool {
+func (s *service) validManagementToken(header string) bool {
 	scheme, tok, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
@@ -72,7 +72,7 @@ func (s *Server) validManagementToken(header string) bool {
 }
 
 // liveToken reports whether tok is an unexpired management token. s.mu must be held.
-func (s *Server) liveToken(tok string) bool {
+func (s *service) liveToken(tok string) bool {
 	exp, ok := s.tokens[tok]
 	return ok && time.Now().Before(exp)
 }
@@ -81,7 +81,7 @@ func (s *Server) liveToken(tok string) bool {
 // next request carrying one is answered 401 AUTH.UNAUTHORIZED, as the
 // service answers an expired token, and a management.Client fetches a new
 // token and replays the request.
-func (s *Server) ExpireTokens() {
+func (s *service) ExpireTokens() {
 	s.mu.Lock()
 	clear(s.tokens)
 	s.mu.Unlock()
@@ -92,7 +92,7 @@ func (s *Server) ExpireTokens() {
 // in. It is the bare token: an End User sends it as "Bearer " + token, and
 // that whole string is what the authenticate endpoint validates. The token
 // stays valid until RevokeEndUserToken. It panics if the User was not added.
-func (s *Server) IssueEndUserToken(userID string) string {
+func (s *service) IssueEndUserToken(userID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.store.users[userID] == nil {
@@ -105,7 +105,7 @@ func (s *Server) IssueEndUserToken(userID string) string {
 
 // RevokeEndUserToken makes an End User token invalid, as a sign-out or an
 // expiry would. It panics if the token was not issued by IssueEndUserToken.
-func (s *Server) RevokeEndUserToken(token string) {
+func (s *service) RevokeEndUserToken(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.endUsers[token]; !ok {
@@ -128,7 +128,7 @@ type authResponse struct {
 // whose user_id is the client id (the spec gives every valid answer a
 // user_id, and the client id is whom the token was issued to); anything
 // else is invalid, answered 200 with the to_client_response to relay.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
+func (s *service) authenticate(w http.ResponseWriter, r *http.Request) {
 	obj, err := readObject(w, r)
 	var at *string
 	if err == nil {
@@ -144,7 +144,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) {
 }
 
 // verdict judges an End User credential. s.mu must be held.
-func (s *Server) verdict(credential string) authResponse {
+func (s *service) verdict(credential string) authResponse {
 	scheme, tok, ok := strings.Cut(credential, " ")
 	if ok && strings.EqualFold(scheme, "Bearer") {
 		if uid, ok := s.endUsers[tok]; ok {

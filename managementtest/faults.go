@@ -78,8 +78,8 @@ func add(q *map[Route][]*fault, route Route, f *fault) {
 //
 // FailNext panics on an unknown route, n < 1, a status outside 400 to 599
 // or a negative retryAfter.
-func (s *Server) FailNext(route Route, n, status int, retryAfter time.Duration) {
-	knownRoute(route, "FailNext")
+func (s *service) FailNext(route Route, n, status int, retryAfter time.Duration) {
+	s.knownRoute(route, "FailNext")
 	if n < 1 || status < 400 || status > 599 || retryAfter < 0 {
 		panic(fmt.Sprintf("managementtest: FailNext(%s, %d, %d, %v): want n >= 1, a status from 400 to 599 and retryAfter >= 0", route, n, status, retryAfter))
 	}
@@ -90,8 +90,8 @@ func (s *Server) FailNext(route Route, n, status int, retryAfter time.Duration) 
 // status, headers and body, or an answer cut off (see Response). It
 // panics on an unknown route, n < 1 or a Response that cannot be sent
 // (see Response). The server keeps its own copy of r.
-func (s *Server) FailNextWith(route Route, n int, r Response) {
-	knownRoute(route, "FailNextWith")
+func (s *service) FailNextWith(route Route, n int, r Response) {
+	s.knownRoute(route, "FailNextWith")
 	s.addFailure(route, "", n, r, "FailNextWith")
 }
 
@@ -101,15 +101,15 @@ func (s *Server) FailNextWith(route Route, n int, r Response) {
 // (for RouteDisassociate, id is the User's or the Thing's). It panics on
 // an unknown route, a route without path values, an empty id, n < 1 or a
 // Response that cannot be sent.
-func (s *Server) FailNextFor(route Route, id string, n int, r Response) {
-	knownRoute(route, "FailNextFor")
+func (s *service) FailNextFor(route Route, id string, n int, r Response) {
+	s.knownRoute(route, "FailNextFor")
 	if len(route.params()) == 0 || id == "" {
 		panic(fmt.Sprintf("managementtest: FailNextFor(%s, %q): want a route with path values and a non-empty id", route, id))
 	}
 	s.addFailure(route, id, n, r, "FailNextFor")
 }
 
-func (s *Server) addFailure(route Route, id string, n int, r Response, caller string) {
+func (s *service) addFailure(route Route, id string, n int, r Response, caller string) {
 	if n < 1 {
 		panic(fmt.Sprintf("managementtest: %s(%s, %d): want n >= 1", caller, route, n))
 	}
@@ -124,8 +124,8 @@ func (s *Server) addFailure(route Route, id string, n int, r Response, caller st
 // (the server stops; the client sees its context's error), nor does one
 // still waiting when Close is called (see Close). It panics on an unknown
 // route, n < 1 or d <= 0.
-func (s *Server) DelayNext(route Route, n int, d time.Duration) {
-	knownRoute(route, "DelayNext")
+func (s *service) DelayNext(route Route, n int, d time.Duration) {
+	s.knownRoute(route, "DelayNext")
 	if n < 1 || d <= 0 {
 		panic(fmt.Sprintf("managementtest: DelayNext(%s, %d, %v): want n >= 1 and d > 0", route, n, d))
 	}
@@ -135,7 +135,7 @@ func (s *Server) DelayNext(route Route, n int, d time.Duration) {
 }
 
 // ClearFaults drops every pending failure and delay.
-func (s *Server) ClearFaults() {
+func (s *service) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = faults{}
@@ -143,8 +143,8 @@ func (s *Server) ClearFaults() {
 
 // Requests returns how many requests reached route so far, including
 // refused and faulted ones. It panics on an unknown route.
-func (s *Server) Requests(route Route) int {
-	knownRoute(route, "Requests")
+func (s *service) Requests(route Route) int {
+	s.knownRoute(route, "Requests")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[route]
@@ -153,7 +153,7 @@ func (s *Server) Requests(route Route) int {
 // applyFaults applies the pending faults of a request to route with the
 // given path values. It reports whether the request was answered (or
 // abandoned) here.
-func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, route Route, values map[string]string) bool {
+func (s *service) applyFaults(w http.ResponseWriter, r *http.Request, route Route, values map[string]string) bool {
 	s.mu.Lock()
 	d := take(s.faults.delay, route, values)
 	s.mu.Unlock()
@@ -173,7 +173,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, route Route
 // wait sleeps d, or until the request's context ends; it reports whether
 // the whole wait passed. When Close ends the wait, it drops the connection
 // (http.ErrAbortHandler) rather than answer a request it did not serve.
-func (s *Server) wait(r *http.Request, d time.Duration) bool {
+func (s *service) wait(r *http.Request, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -224,7 +224,7 @@ func injectedTokenCode(status int) string {
 }
 
 // rateLimited answers 429 when the request is beyond WithRateLimit's rate.
-func (s *Server) rateLimited(w http.ResponseWriter) bool {
+func (s *service) rateLimited(w http.ResponseWriter) bool {
 	if s.limiter == nil {
 		return false
 	}
@@ -244,7 +244,7 @@ func (s *Server) rateLimited(w http.ResponseWriter) bool {
 }
 
 // RateLimited is the number of requests answered 429 by WithRateLimit.
-func (s *Server) RateLimited() int {
+func (s *service) RateLimited() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.limited

@@ -44,8 +44,9 @@ type Request struct {
 }
 
 // entryKey is the context key under which serveHTTP hands the log entry of
-// a request to serveRoute, which adds the route and path values: the mux
-// finds those, and the path it sees is no longer the one sent.
+// a request to the handler the mux picks (an endpoint, or the refusal of
+// the rest), which adds the route and path values: the mux finds those,
+// and the path it sees is no longer the one sent.
 type entryKey struct{}
 
 // receive reads r's body and returns r's log entry, redacted, and a body to
@@ -81,7 +82,7 @@ func withEntry(in *http.Request, e *Request, body io.ReadCloser) *http.Request {
 
 // record counts a request of route ("" for none) and adds its entry to the
 // log. The entry is not changed afterwards.
-func (s *Server) record(e *Request, route Route, values map[string]string) {
+func (s *service) record(e *Request, route Route, values map[string]string) {
 	e.Route, e.PathValues = route, values
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,7 +98,7 @@ func (s *Server) record(e *Request, route Route, values map[string]string) {
 // Log returns the requests the server received, oldest first, including
 // refused and faulted ones and those that reached no endpoint: the last
 // 10000 since the server was made or Reset. The result is a copy.
-func (s *Server) Log() []Request {
+func (s *service) Log() []Request {
 	s.mu.Lock()
 	entries := slices.Clone(s.log)
 	s.mu.Unlock()

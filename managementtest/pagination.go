@@ -99,7 +99,7 @@ func (o ordering) sort(es []entry) {
 // parsed strictly: a query with an unparsable pair is answered as an
 // invalid page, since the page token may be the pair that was lost.
 // entries is called only for a first page. s.mu must be held.
-func (s *Server) page(rawQuery, kind string, entries func() []entry) ([]string, *string, *answer) {
+func (s *service) page(rawQuery, kind string, entries func() []entry) ([]string, *string, *answer) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		return nil, nil, badRequest(msgInvalidPage)
@@ -134,7 +134,7 @@ func (s *Server) page(rawQuery, kind string, entries func() []entry) ([]string, 
 
 // keep stores snap under a new id, dropping the oldest snapshot beyond
 // maxSnapshots. s.mu must be held.
-func (s *Server) keep(snap *snapshot) {
+func (s *service) keep(snap *snapshot) {
 	snap.id = rand.Text()
 	s.snapshots[snap.id] = snap
 	s.snapshotOrder = append(s.snapshotOrder, snap.id)
@@ -151,7 +151,7 @@ func badRequest(msg string) *answer {
 
 // cut returns the page of snap that starts at offset, and the link to the
 // next one.
-func (s *Server) cut(snap *snapshot, offset int) ([]string, *string) {
+func (s *service) cut(snap *snapshot, offset int) ([]string, *string) {
 	end := min(offset+s.opts.pageSize, len(snap.ids))
 	if end == len(snap.ids) {
 		return snap.ids[offset:end], nil
@@ -162,7 +162,7 @@ func (s *Server) cut(snap *snapshot, offset int) ([]string, *string) {
 }
 
 // findPage decodes a page token of a list of kind.
-func (s *Server) findPage(kind string, tokens []string) (*snapshot, int, bool) {
+func (s *service) findPage(kind string, tokens []string) (*snapshot, int, bool) {
 	if len(tokens) != 1 {
 		return nil, 0, false
 	}
@@ -183,7 +183,7 @@ func (s *Server) findPage(kind string, tokens []string) (*snapshot, int, bool) {
 }
 
 // userEntries and thingEntries list the store for ordering. s.mu must be held.
-func (s *Server) userEntries() []entry {
+func (s *service) userEntries() []entry {
 	es := make([]entry, 0, len(s.store.users))
 	for id, rec := range s.store.users {
 		es = append(es, entry{id: id, seq: rec.seq, created: rec.user.CreatedAt, updated: rec.user.UpdatedAt})
@@ -191,7 +191,7 @@ func (s *Server) userEntries() []entry {
 	return es
 }
 
-func (s *Server) thingEntries() []entry {
+func (s *service) thingEntries() []entry {
 	es := make([]entry, 0, len(s.store.things))
 	for id, rec := range s.store.things {
 		es = append(es, entry{id: id, seq: rec.seq, created: rec.thing.CreatedAt, updated: rec.thing.UpdatedAt})
@@ -203,7 +203,7 @@ func (s *Server) thingEntries() []entry {
 // following one of them is then answered 400 COMMON.REQUEST_VALIDATION, as
 // the service answers an invalid page. Use it to test how code recovers
 // from a stale link.
-func (s *Server) ForgetPages() {
+func (s *service) ForgetPages() {
 	s.mu.Lock()
 	clear(s.snapshots)
 	s.snapshotOrder = nil

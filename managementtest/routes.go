@@ -35,15 +35,10 @@ const (
 	reasonNoSuchMethod = "MANAGEMENTTEST.METHOD_NOT_ALLOWED"
 )
 
-var routes = []Route{
-	RouteToken, RouteListUsers, RouteGetUser, RouteAssociate, RouteDisassociate,
-	RouteListThings, RouteGetThing, RouteUpdateThing, RouteAuthenticate,
-}
-
 // knownRoute panics unless r is one of the Route constants, so that a
 // misspelt route in a test fails loudly instead of never matching.
-func knownRoute(r Route, caller string) {
-	if !slices.Contains(routes, r) {
+func (s *service) knownRoute(r Route, caller string) {
+	if !slices.Contains(s.routes, r) {
 		panic("managementtest: " + caller + ": unknown route " + string(r) + "; use one of the Route constants")
 	}
 }
@@ -78,21 +73,6 @@ func pathValues(r *http.Request, route Route) map[string]string {
 	return values
 }
 
-// newMux routes every Route to serve(route), and returns the methods the
-// routes use, sorted.
-func newMux(serve func(Route) http.Handler) (*http.ServeMux, []string) {
-	mux := http.NewServeMux()
-	var methods []string
-	for _, route := range routes {
-		mux.Handle(string(route), serve(route))
-		if !slices.Contains(methods, route.method()) {
-			methods = append(methods, route.method())
-		}
-	}
-	slices.Sort(methods)
-	return mux, methods
-}
-
 // below returns a shallow copy of r whose path is the part below the
 // prefix, or false when r's path is not below the prefix or holds an
 // empty segment. The copy's path is one ServeMux takes as it is: the mux
@@ -100,7 +80,7 @@ func newMux(serve func(Route) http.Handler) (*http.ServeMux, []string) {
 // 404 to an empty segment and takes "." and ".." as identifiers (ids are
 // path-escaped, and escaping keeps dots). So dot segments are escaped,
 // which the mux unescapes into path values, as it does "%2F".
-func (s *Server) below(r *http.Request) (*http.Request, bool) {
+func (s *service) below(r *http.Request) (*http.Request, bool) {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), s.escapedPrefix)
 	if !ok || !strings.HasPrefix(rest, "/") {
 		return nil, false
@@ -131,12 +111,12 @@ func (s *Server) below(r *http.Request) (*http.Request, bool) {
 // in (a request from below), sorted; none when the path is no endpoint.
 // HEAD is not among them: ServeMux lets GET patterns take HEAD, the fake
 // does not, as the spec has no HEAD.
-func (s *Server) allowedMethods(in *http.Request) []string {
+func (s *service) allowedMethods(in *http.Request) []string {
 	probe := *in
 	var allow []string
 	for _, m := range s.methods {
 		probe.Method = m
-		if _, pattern := s.mux.Handler(&probe); pattern != "" {
+		if _, pattern := s.mux.Handler(&probe); strings.HasPrefix(pattern, m+" ") {
 			allow = append(allow, m)
 		}
 	}

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"sync"
 	"time"
 
 	"github.com/serviceconnect/management"
-	"golang.org/x/time/rate"
 )
 
 // InMemoryURL is the URL of a server made by NewInMemoryServer. The name is
@@ -41,33 +39,16 @@ type Server struct {
 	ClientID     string
 	ClientSecret string
 
-	opts          options
-	escapedPrefix string // opts.pathPrefix as it appears in a request's escaped path
-	handler       http.Handler
-	mux           *http.ServeMux   // the routes, below the prefix
-	methods       []string         // the methods of the routes, sorted
-	srv           *httptest.Server // nil for an in-memory server
+	service // the state and the endpoints; Server adds the lifecycle
+
+	handler http.Handler
+	srv     *httptest.Server // nil for an in-memory server
 
 	closeOnce sync.Once
-	// closed is closed by Close, to end pending delays. An in-memory
-	// server leaves it nil: its channel could cross a synctest bubble's edge.
-	closed chan struct{}
+	closed    chan struct{} // closed by Close; nil for an in-memory server (see service.closed)
 
 	clientOnce sync.Once
 	client     *management.Client
-
-	limiter *rate.Limiter // nil without WithRateLimit
-
-	mu            sync.Mutex // guards everything below
-	limited       int        // requests answered 429 by limiter
-	store         store
-	tokens        map[string]time.Time // management token -> expiry
-	endUsers      map[string]string    // End User token -> user id
-	snapshots     map[string]*snapshot // page snapshot id -> snapshot
-	snapshotOrder []string             // ids of snapshots, oldest first
-	faults        faults
-	requests      map[Route]int
-	log           []*Request // at most maxLog, oldest first
 }
 
 // NewServer starts and returns a Server listening on a loopback address.
@@ -76,8 +57,7 @@ type Server struct {
 // Inside a testing/synctest bubble, use NewInMemoryServer instead: network
 // I/O does not let the bubble's clock advance.
 func NewServer(opts ...Option) *Server {
-	s := newServer(opts)
-	s.closed = make(chan struct{})
+	s := newServer(opts, make(chan struct{}))
 	s.srv = httptest.NewServer(s.handler)
 	s.URL = s.srv.URL
 	return s
@@ -90,12 +70,14 @@ func NewServer(opts ...Option) *Server {
 // to run token expiry, latency and retry waits on its fake clock.
 // Close is optional.
 func NewInMemoryServer(opts ...Option) *Server {
-	s := newServer(opts)
+	s := newServer(opts, nil)
 	s.URL = InMemoryURL
 	return s
 }
 
-func newServer(opts []Option) *Server {
+// newServer makes the Server of opts; closed, when not nil, is the channel
+// Close closes.
+func newServer(opts []Option, closed chan struct{}) *Server {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
@@ -103,43 +85,10 @@ func newServer(opts []Option) *Server {
 	if o.clientID == "" {
 		o.clientID, o.clientSecret = "client-"+rand.Text(), rand.Text()
 	}
-	s := &Server{
-		ClientID:      o.clientID,
-		ClientSecret:  o.clientSecret,
-		opts:          o,
-		escapedPrefix: (&url.URL{Path: o.pathPrefix}).EscapedPath(),
-	}
-	if o.rateLimit > 0 {
-		s.limiter = rate.NewLimiter(o.rateLimit, o.rateBurst)
-	}
-	s.reset()
-	s.mux, s.methods = newMux(s.serveRoute)
+	s := &Server{ClientID: o.clientID, ClientSecret: o.clientSecret, closed: closed}
+	s.service.init(o, closed)
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s
-}
-
-// Reset empties the server as if it were new: Users, Things, management
-// and End User tokens, page links, pending faults, request counts and the
-// log. Its options and credentials stay, and so does Client: its cached
-// management token is refused once (401), and it fetches a new one, as
-// after ExpireTokens. Requests under way go on against the emptied server.
-func (s *Server) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.reset()
-}
-
-// reset empties the server's state. s.mu must be held (or s unshared).
-func (s *Server) reset() {
-	s.store = newStore()
-	s.tokens = make(map[string]time.Time)
-	s.endUsers = make(map[string]string)
-	s.snapshots = make(map[string]*snapshot)
-	s.snapshotOrder = nil
-	s.faults = faults{}
-	s.requests = make(map[Route]int)
-	s.log = nil
-	s.limited = 0
 }
 
 // Close shuts down a server started by NewServer and waits for its

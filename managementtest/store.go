@@ -54,7 +54,7 @@ func (st *store) nextSeq() int64 {
 // AddUser panics on misuse, as test helpers do: an empty or duplicate id,
 // an anonymous User with an email or a name, an unknown or repeated
 // associated Thing, or custom settings that cannot be encoded as JSON.
-func (s *Server) AddUser(u management.UserDetails) {
+func (s *service) AddUser(u management.UserDetails) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.store.addUser(u, time.Now()); err != nil {
@@ -71,7 +71,7 @@ func (s *Server) AddUser(u management.UserDetails) {
 // AddThing panics on misuse, as test helpers do: an empty or duplicate
 // physical id, a repeated status name, an unknown or repeated associated
 // User, or custom settings that cannot be encoded as JSON.
-func (s *Server) AddThing(t management.ThingDetails) {
+func (s *service) AddThing(t management.ThingDetails) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.store.addThing(t, time.Now()); err != nil {
@@ -82,7 +82,7 @@ func (s *Server) AddThing(t management.ThingDetails) {
 // User returns the User with the given id as the API would answer a read
 // of it (custom settings numbers are json.Number), and whether it exists.
 // The result is a copy.
-func (s *Server) User(id string) (management.UserDetails, bool) {
+func (s *service) User(id string) (management.UserDetails, bool) {
 	var u management.UserDetails
 	s.mu.Lock()
 	rec, ok := s.store.users[id]
@@ -100,7 +100,7 @@ func (s *Server) User(id string) (management.UserDetails, bool) {
 // Thing returns the Thing with the given physical id as the API would
 // answer a read of it (custom settings numbers are json.Number), and
 // whether it exists. The result is a copy.
-func (s *Server) Thing(physicalID string) (management.ThingDetails, bool) {
+func (s *service) Thing(physicalID string) (management.ThingDetails, bool) {
 	var t management.ThingDetails
 	s.mu.Lock()
 	rec, ok := s.store.things[physicalID]

@@ -19,7 +19,7 @@ type thingsPage struct {
 	NextPage *string            `json:"next_page"`
 }
 
-func (s *Server) listThings(w http.ResponseWriter, r *http.Request) {
+func (s *service) listThings(w http.ResponseWriter, r *http.Request) {
 	s.locked(w, func() answer {
 		ids, next, fail := s.page(r.URL.RawQuery, "things", s.thingEntries)
 		if fail != nil {
@@ -33,7 +33,7 @@ func (s *Server) listThings(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) getThing(w http.ResponseWriter, id string) {
+func (s *service) getThing(w http.ResponseWriter, id string) {
 	s.locked(w, func() answer {
 		rec := s.store.things[id]
 		if rec == nil {
@@ -56,7 +56,7 @@ type thingPatch struct {
 // and not null replace the Thing's, statuses merge by name (rule 1), custom
 // settings merge by key (rule 2) and the unset marker removes a key (rule
 // 3). updated_at moves on every update.
-func (s *Server) updateThing(w http.ResponseWriter, r *http.Request, id string) {
+func (s *service) updateThing(w http.ResponseWriter, r *http.Request, id string) {
 	obj, err := readObject(w, r)
 	if err != nil {
 		validationError(w, err.Error())

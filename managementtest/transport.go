@@ -75,5 +75,4 @@ func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (aborted bool
 // failingReader fails every read with err.
 type failingReader struct{ err error }
 
-// Read reads from the body.
 func (r failingReader) Read([]byte) (int, error) { return 0, r.err }

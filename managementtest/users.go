@@ -15,7 +15,7 @@ type usersPage struct {
 	NextPage *string           `json:"next_page"`
 }
 
-func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
+func (s *service) listUsers(w http.ResponseWriter, r *http.Request) {
 	s.locked(w, func() answer {
 		ids, next, fail := s.page(r.URL.RawQuery, "users", s.userEntries)
 		if fail != nil {
@@ -29,7 +29,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) getUser(w http.ResponseWriter, id string) {
+func (s *service) getUser(w http.ResponseWriter, id string) {
 	s.locked(w, func() answer {
 		rec := s.store.users[id]
 		if rec == nil {
@@ -51,7 +51,7 @@ func thingNotFound(id string) answer {
 // new Thing, or 200 with an existing one, whose model and firmware version
 // take the values sent. Associating an already associated Thing again
 // changes nothing else, so a retried request is harmless.
-func (s *Server) associate(w http.ResponseWriter, r *http.Request, userID string) {
+func (s *service) associate(w http.ResponseWriter, r *http.Request, userID string) {
 	a, err := readAssociation(w, r)
 	if err != nil {
 		validationError(w, err.Error())
@@ -101,7 +101,7 @@ func readAssociation(w http.ResponseWriter, r *http.Request) (management.NewAsso
 
 // disassociate answers DELETE /users/{user_id}/associated_things/{physical_id}
 // with 200 and an empty body. The Thing stays.
-func (s *Server) disassociate(w http.ResponseWriter, userID, physicalID string) {
+func (s *service) disassociate(w http.ResponseWriter, userID, physicalID string) {
 	s.locked(w, func() answer {
 		user, thing := s.store.users[userID], s.store.things[physicalID]
 		switch {

@@ -1,9 +1,12 @@
 // Package redisstore implements management.SharedStore on Redis (6 or
 // newer), Valkey, or a Redis Cluster, through go-redis, so that the replicas
 // of a service share one management token and the verdicts on End User
-// tokens:
+// tokens. On one server:
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	rdb := redis.NewClient(&redis.Options{
+//		Addr:                  "localhost:6379",
+//		ContextTimeoutEnabled: true, // honour the SDK's deadline on each operation
+//	})
 //	store := redisstore.New(rdb)
 //	client, err := management.NewClient(management.Config{
 //		BaseURL: baseURL, ClientID: id, ClientSecret: secret,
@@ -11,11 +14,40 @@
 //	})
 //	auth := &management.Authenticator{Client: client, SharedStore: store}
 //
+// On a Cluster, the same with a cluster client:
+//
+//	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+//		Addrs:                 []string{"redis-1:6379", "redis-2:6379", "redis-3:6379"},
+//		ContextTimeoutEnabled: true,
+//	})
+//	store := redisstore.New(rdb)
+//
+// ContextTimeoutEnabled lets go-redis end a socket read at the deadline the
+// SDK sets on each operation (management.Config.SharedStoreTimeout). Without
+// it the SDK still returns at that deadline, abandoning the operation, but a
+// hung Redis then holds the abandoned operations and their connections for
+// go-redis's read timeout (3 s): New logs a Warn when it can tell the option
+// is off.
+//
+// After a failover, the Store asks the cluster client to reload its map of
+// the slots as soon as an operation fails, rather than leaving it to
+// ClusterOptions.ClusterStateReloadInterval. By default go-redis keeps its
+// map for a minute and a refused connection does not refresh it, so the
+// replicas would keep dialling the dead master (and fetch a token each) long
+// after the cluster has promoted its replica; a reload on failure needs no
+// setting from the user, costs nothing while the cluster is healthy, and
+// starts with the first failed operation rather than up to an interval
+// later (the package's tests kill a master of a fleet's cluster: the fleet
+// makes one token request per refresh round again within a round of the
+// promotion).
+//
 // What the SDK stores is sealed before it reaches Redis (see
 // management.SharedStore); this package stores bytes under keys with a
 // prefix of its own (WithPrefix), each with a time to live.
 //
-// Every operation touches one key, so it works unchanged on a Cluster. A
-// lease (TryLock) is a SET NX PX of a random value, released by a script
-// that deletes the key only while it still holds that value.
+// Every operation touches one key, and the SDK gives each value and its
+// lease one hash slot (a hash tag in the key), so it works unchanged on a
+// Cluster, and a value and its lease are up or down together. A lease
+// (TryLock) is a SET NX PX of a random value, released by a script that
+// deletes the key only while it still holds that value.
 package redisstore

@@ -23,7 +23,7 @@ const replicas = 16
 
 type fleet struct {
 	srv   *managementtest.Server
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	nodes []replica
 }
 
@@ -32,23 +32,38 @@ type replica struct {
 	auth   *management.Authenticator
 }
 
-// newFleet starts n replicas; with rdb nil, they share nothing.
-func newFleet(t testing.TB, srv *managementtest.Server, rdb *redis.Client, n int) *fleet {
+// newFleet starts n replicas sharing rdb; with rdb nil, they share nothing.
+func newFleet(t testing.TB, srv *managementtest.Server, rdb redis.UniversalClient, n int) *fleet {
 	t.Helper()
-	f := &fleet{srv: srv, rdb: rdb}
+	var store func() management.SharedStore
+	if rdb != nil {
+		store = func() management.SharedStore { return New(rdb) }
+	}
+	f := startFleet(t, srv, n, store, func(cfg *management.Config) {
+		cfg.SharedStoreTimeout = time.Second // the race detector slows Redis round trips
+	})
+	f.rdb = rdb
+	return f
+}
+
+// startFleet starts n replicas, each with the store that store returns (none
+// when store is nil) and the configuration of srv changed by configure.
+func startFleet(t testing.TB, srv *managementtest.Server, n int, store func() management.SharedStore, configure func(*management.Config)) *fleet {
+	t.Helper()
+	f := &fleet{srv: srv}
 	for range n {
 		cfg := srv.Config()
-		cfg.SharedStoreTimeout = time.Second // the race detector slows Redis round trips
-		var store management.SharedStore
-		if rdb != nil {
-			store = New(rdb)
-			cfg.SharedStore = store
+		configure(&cfg)
+		var st management.SharedStore
+		if store != nil {
+			st = store()
+			cfg.SharedStore = st
 		}
 		c, err := management.NewClient(cfg)
 		if err != nil {
 			t.Fatalf("NewClient: %v", err)
 		}
-		f.nodes = append(f.nodes, replica{client: c, auth: &management.Authenticator{Client: c, SharedStore: store}})
+		f.nodes = append(f.nodes, replica{client: c, auth: &management.Authenticator{Client: c, SharedStore: st}})
 	}
 	return f
 }
@@ -85,8 +100,12 @@ func check(a *management.Authenticator, token string) (*management.EndUser, erro
 }
 
 func TestFleetFetchesOneTokenPerLifetime(t *testing.T) {
+	testFleetFetchesOneToken(t, startRedis(t).Client(t))
+}
+
+func testFleetFetchesOneToken(t *testing.T, rdb redis.UniversalClient) {
 	srv := seeded(t)
-	f := newFleet(t, srv, startRedis(t).Client(t), replicas)
+	f := newFleet(t, srv, rdb, replicas)
 	for round := range 3 { // calls after the first find the token in their own cache
 		noErrors(t, f.each(func(r replica) error {
 			_, err := r.client.Users.Get(context.Background(), "u-1")
@@ -111,8 +130,12 @@ func TestFleetWithoutStoreFetchesATokenPerReplica(t *testing.T) {
 }
 
 func TestFleetAsksOncePerEndUserToken(t *testing.T) {
+	testFleetAsksOnce(t, startRedis(t).Client(t))
+}
+
+func testFleetAsksOnce(t *testing.T, rdb redis.UniversalClient) {
 	srv := seeded(t)
-	f := newFleet(t, srv, startRedis(t).Client(t), replicas)
+	f := newFleet(t, srv, rdb, replicas)
 	tokens := []string{srv.IssueEndUserToken("u-1"), "not-a-token"}
 	for _, tok := range tokens {
 		before := srv.Requests(managementtest.RouteAuthenticate)

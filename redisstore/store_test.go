@@ -3,14 +3,60 @@ package redisstore
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-func TestGetSetDelete(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+// contract is what a Store does on any Redis deployment: each case runs on a
+// single redis-server here and on a Cluster in TestCluster, with an empty
+// database.
+var contract = []struct {
+	name string
+	test func(*testing.T, redis.UniversalClient)
+}{
+	{"GetSetDelete", testGetSetDelete},
+	{"Prefix", testPrefix},
+	{"NonPositiveTTLRefused", testNonPositiveTTLRefused},
+	{"TryLock", testTryLock},
+	{"UnlockAfterExpiryLeavesTheNewHolder", testUnlockAfterExpiryLeavesTheNewHolder},
+}
+
+func TestContract(t *testing.T) {
+	rdb := startRedis(t).Client(t)
+	runContract(t, rdb)
+}
+
+// runContract runs the contract on rdb, emptying it before each case.
+func runContract(t *testing.T, rdb redis.UniversalClient) {
+	for _, c := range contract {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, rdb)
+			c.test(t, rdb)
+		})
+	}
+}
+
+// flush empties every master of rdb.
+func flush(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.FlushAll(ctx).Err() })
+	} else {
+		err = rdb.FlushAll(ctx).Err()
+	}
+	if err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
+}
+
+func testGetSetDelete(t *testing.T, rdb redis.UniversalClient) {
 	s := New(rdb)
 	ctx := context.Background()
 
@@ -38,9 +84,7 @@ func TestGetSetDelete(t *testing.T) {
 	}
 }
 
-func TestPrefix(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+func testPrefix(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	if err := New(rdb, WithPrefix("svc-a:")).Set(ctx, "k", []byte("a"), time.Minute); err != nil {
 		t.Fatal(err)
@@ -53,9 +97,8 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
-func TestNonPositiveTTLRefused(t *testing.T) {
-	srv := startRedis(t)
-	s := New(srv.Client(t))
+func testNonPositiveTTLRefused(t *testing.T, rdb redis.UniversalClient) {
+	s := New(rdb)
 	ctx := context.Background()
 	if err := s.Set(ctx, "k", []byte("v"), 0); err == nil {
 		t.Error("Set with ttl 0 succeeded; want an error (every entry expires)")
@@ -65,9 +108,7 @@ func TestNonPositiveTTLRefused(t *testing.T) {
 	}
 }
 
-func TestTryLock(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+func testTryLock(t *testing.T, rdb redis.UniversalClient) {
 	a, b := New(rdb), New(rdb)
 	ctx := context.Background()
 
@@ -93,9 +134,7 @@ func TestTryLock(t *testing.T) {
 
 // A holder whose lease expired must not free the lease another holder took
 // since: the release compares the value before it deletes.
-func TestUnlockAfterExpiryLeavesTheNewHolder(t *testing.T) {
-	srv := startRedis(t)
-	rdb := srv.Client(t)
+func testUnlockAfterExpiryLeavesTheNewHolder(t *testing.T, rdb redis.UniversalClient) {
 	s := New(rdb)
 	ctx := context.Background()
 
@@ -119,7 +158,7 @@ func TestErrorsWhenRedisIsGone(t *testing.T) {
 	srv := startRedis(t)
 	s := New(srv.Client(t))
 	srv.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 
 	if v, err := s.Get(ctx, "k"); err == nil || v != nil || !strings.HasPrefix(err.Error(), "redisstore: get: ") {
@@ -130,5 +169,38 @@ func TestErrorsWhenRedisIsGone(t *testing.T) {
 	}
 	if _, ok, err := s.TryLock(ctx, "l", time.Minute); ok || err == nil {
 		t.Errorf("TryLock with Redis gone = %v, %v; want an error", ok, err)
+	}
+}
+
+func TestNewWarnsWithoutContextDeadlines(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		rdb  redis.UniversalClient
+		warn bool
+	}{
+		{"Client", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), true},
+		{"ClientWithDeadlines", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), false},
+		{"ClusterClient", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), true},
+		{"ClusterClientWithDeadlines", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), false},
+		{"Ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), true},
+		{"RingWithDeadlines", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Cleanup(func() { _ = tt.rdb.Close() })
+			var logged bytes.Buffer
+			New(tt.rdb, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+			warned := strings.Contains(logged.String(), "level=WARN") && strings.Contains(logged.String(), "ContextTimeoutEnabled")
+			if warned != tt.warn {
+				t.Errorf("logged %q; want a Warn naming ContextTimeoutEnabled: %v", logged.String(), tt.warn)
+			}
+		})
+	}
+}
+
+func TestWithLoggerNilKeepsTheDefault(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if s := New(rdb, WithLogger(nil)); s.logger != slog.Default() {
+		t.Errorf("WithLogger(nil) left the logger %v; want slog.Default()", s.logger)
 	}
 }

@@ -7,6 +7,7 @@ replace github.com/serviceconnect/management => ../..
 require (
 	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
+	github.com/itchyny/gojq v0.12.20
 	github.com/serviceconnect/management v0.0.0
 	github.com/spf13/cobra v1.10.2
 	github.com/vbauerster/cupwriter v0.0.4
@@ -21,7 +22,8 @@ require (
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/mattn/go-runewidth v0.0.30 // indirect
+	github.com/itchyny/timefmt-go v0.1.9 // indirect
+	github.com/mattn/go-runewidth v0.0.31 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/time v0.16.0 // indirect

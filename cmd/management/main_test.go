@@ -298,8 +298,8 @@ func TestExportToPipeIsQuiet(t *testing.T) {
 	}
 }
 
-// TestExportInterruptedBySIGINT: Ctrl-C stops an export cleanly, exit 1,
-// saying how to resume; the same command then completes it.
+// TestExportInterruptedBySIGINT: Ctrl-C stops an export cleanly, exit
+// 130, saying how to resume; the same command then completes it.
 func TestExportInterruptedBySIGINT(t *testing.T) {
 	const n = 3000
 	bin := buildTool(t)
@@ -326,8 +326,8 @@ func TestExportInterruptedBySIGINT(t *testing.T) {
 	}
 	err := <-s.done
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("exit: %v, want status 1\n%s", err, s.stderr)
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want status 130\n%s", err, s.stderr)
 	}
 	if got := s.stderr.String(); !strings.HasPrefix(got, "management: interrupted after ") || !strings.HasSuffix(got, ": run the same command to resume\n") {
 		t.Fatalf("stderr = %q", got)

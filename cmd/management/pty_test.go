@@ -36,7 +36,7 @@ func TestExportProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "users", "export", "--out", filepath.Join(t.TempDir(), "u.jsonl"))
-	cmd.Env = toolEnv(srv)
+	cmd.Env = setEnv(toolEnv(srv), "TERM=xterm-256color") // not dumb, whatever the test's terminal
 	cmd.Stderr = tty
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

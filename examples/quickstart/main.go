@@ -1,6 +1,6 @@
 // Command quickstart tours the management API: it lists Users and Things,
-// reads a User, updates a Thing, associates and disassociates a Thing, and
-// validates an End User token.
+// reads a User, associates a new Thing with a User, updates it,
+// disassociates it, and validates an End User token.
 //
 // With MANAGEMENT_BASE_URL unset it starts managementtest's in-memory fake,
 // seeded with demo data, so it runs offline:
@@ -8,27 +8,50 @@
 //	go run ./examples/quickstart
 //
 // Against a real service, set MANAGEMENT_BASE_URL, MANAGEMENT_CLIENT_ID and
-// MANAGEMENT_CLIENT_SECRET. The tour then only reads, unless
-// MANAGEMENT_QUICKSTART_WRITES=1 lets it update, associate and disassociate
-// too; MANAGEMENT_END_USER_TOKEN ("Bearer ...") is the End User token it
-// validates.
+// MANAGEMENT_CLIENT_SECRET. The tour is then careful with real data:
+//
+//   - it reads the first 5 Users and Things only, and prints identifiers,
+//     models and firmware versions, never names or email addresses, unless
+//     MANAGEMENT_QUICKSTART_PERSONAL=1;
+//   - it writes nothing unless MANAGEMENT_QUICKSTART_WRITES=1 and
+//     MANAGEMENT_QUICKSTART_USER_ID names a test account. It then associates
+//     a new Thing, quickstart-<random>, with that account, updates and
+//     disassociates it. If the service answers that the Thing already
+//     existed, the tour stops without updating it. The API cannot delete a
+//     Thing: the new Thing stays on the service, associated with no one;
+//   - MANAGEMENT_END_USER_TOKEN ("Bearer ...") is the End User token it
+//     validates.
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"time"
 
 	"github.com/serviceconnect/management"
-	"github.com/serviceconnect/management/managementtest"
 )
+
+// The environment variables of the tour, besides the SDK's.
+const (
+	envWrites   = "MANAGEMENT_QUICKSTART_WRITES"   // "1" lets the tour write
+	envUserID   = "MANAGEMENT_QUICKSTART_USER_ID"  // the test account writes may touch
+	envPersonal = "MANAGEMENT_QUICKSTART_PERSONAL" // "1" prints names and email addresses
+	envEndUser  = "MANAGEMENT_END_USER_TOKEN"      // the End User token to validate
+)
+
+// listCap is how many items of each list the tour reads: enough to show
+// the shape of the data, not the whole of a real service's.
+const listCap = 5
 
 func main() {
 	log.SetFlags(0)
-	if err := run(context.Background()); err != nil {
+	if err := run(context.Background(), os.Stdout); err != nil {
 		log.Fatalf("quickstart: %v", err)
 	}
 }
@@ -36,15 +59,17 @@ func main() {
 // tour holds what run found along the way.
 type tour struct {
 	client      *management.Client
-	writes      bool   // the tour may change data
+	out         io.Writer
+	personal    bool   // print names and email addresses
+	writeUser   string // the test account writes may touch; "" for no writes
 	endUserAuth string // "Bearer <token>" to validate, "" to skip
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 
-	t, cleanup, err := setUp()
+	t, cleanup, err := setUp(out)
 	if err != nil {
 		return err
 	}
@@ -54,86 +79,61 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	physicalID, err := t.listThings(ctx)
-	if err != nil {
+	if err := t.listThings(ctx); err != nil {
 		return err
 	}
 	if err := t.readUser(ctx, userID); err != nil {
 		return err
 	}
-	if t.writes {
-		if err := t.updateThing(ctx, physicalID); err != nil {
-			return err
-		}
-		if err := t.associate(ctx, userID); err != nil {
+	if t.writeUser != "" {
+		if err := t.writeNewThing(ctx); err != nil {
 			return err
 		}
 	} else {
-		fmt.Println("\nSkipping updates and associations (set MANAGEMENT_QUICKSTART_WRITES=1 to run them).")
+		t.printf("\nSkipping writes (set %s=1 and %s to the id of a test account to run them).\n", envWrites, envUserID)
 	}
 	return t.validate(ctx)
 }
 
 // setUp connects to the service named by the environment, or starts the fake.
-func setUp() (*tour, func(), error) {
+func setUp(out io.Writer) (*tour, func(), error) {
 	baseURL := os.Getenv(management.EnvBaseURL)
 	if baseURL == "" {
-		srv := managementtest.NewServer()
-		token := seed(srv)
-		fmt.Printf("MANAGEMENT_BASE_URL is not set: using managementtest's in-memory fake at %s, seeded with demo data.\n", srv.URL)
-		return &tour{client: srv.Client(), writes: true, endUserAuth: "Bearer " + token}, srv.Close, nil
+		return offline(out)
+	}
+	t := &tour{
+		out:         out,
+		personal:    os.Getenv(envPersonal) == "1",
+		endUserAuth: os.Getenv(envEndUser),
+	}
+	// Checked before anything is sent: an operator who asked for writes
+	// but named no test account gets none of the tour, not half of it.
+	if os.Getenv(envWrites) == "1" {
+		t.writeUser = os.Getenv(envUserID)
+		if t.writeUser == "" {
+			return nil, nil, fmt.Errorf("%s=1 needs %s, the id of a test account the tour may associate a new Thing with", envWrites, envUserID)
+		}
 	}
 	cfg, err := management.ConfigFromEnv() // names every variable missing or malformed
 	if err != nil {
 		return nil, nil, err
 	}
 	cfg.UserAgent = "quickstart"
-	client, err := management.NewClient(cfg)
-	if err != nil {
+	if t.client, err = management.NewClient(cfg); err != nil {
 		return nil, nil, err
 	}
-	fmt.Printf("Using %s.\n", baseURL)
-	t := &tour{
-		client:      client,
-		writes:      os.Getenv("MANAGEMENT_QUICKSTART_WRITES") == "1",
-		endUserAuth: os.Getenv("MANAGEMENT_END_USER_TOKEN"),
-	}
+	t.printf("Using %s.\n", baseURL)
 	return t, func() {}, nil
 }
 
-// seed fills the fake with a few Users and Things and returns an End User
-// token of the first User.
-func seed(srv *managementtest.Server) string {
-	base := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
-	at := func(h int) management.Timestamp {
-		return management.NewTimestamp(base.Add(time.Duration(h) * time.Hour))
-	}
-	srv.AddThing(management.ThingDetails{
-		Thing: management.Thing{PhysicalID: "thermo-0042", Name: "Hall thermostat", Model: "TH-2", FirmwareVersion: "1.4.0",
-			LastSeen: management.Ptr(at(30)), CreatedAt: at(1)},
-		Statuses:       []management.ThingStatus{{Name: "battery", StatusValue: "ok", Date: at(30)}},
-		CustomSettings: map[string]any{"target_celsius": 20.5, "eco": true},
-	})
-	srv.AddThing(management.ThingDetails{
-		Thing: management.Thing{PhysicalID: "plug-7", Name: "Desk plug", Model: "PL-1", FirmwareVersion: "0.9.2", CreatedAt: at(2)},
-	})
-	srv.AddUser(management.UserDetails{
-		User: management.User{ID: "u-ada", Email: management.Ptr("ada@example.com"),
-			FirstName: management.Ptr("Ada"), LastName: management.Ptr("Lovelace"), CreatedAt: at(4)},
-		EmailVerificationStatus: management.EmailVerified,
-		Consents:                []management.Consent{{Key: "marketing", Value: management.ConsentReject, UpdatedAt: at(3)}},
-		AssociatedThings:        []management.AssociatedThing{{PhysicalID: "thermo-0042"}},
-	})
-	srv.AddUser(management.UserDetails{
-		User:        management.User{ID: "u-anon-19", CreatedAt: at(3)},
-		IsAnonymous: true,
-	})
-	return srv.IssueEndUserToken("u-ada")
+func (t *tour) printf(format string, args ...any) {
+	fmt.Fprintf(t.out, format, args...)
 }
 
 func (t *tour) listUsers(ctx context.Context) (string, error) {
-	fmt.Println("\nUsers (newest first):")
+	t.printf("\nUsers, newest first (the first %d):\n", listCap)
 	var first string
+	n := 0
 	for user, err := range t.client.Users.List(ctx, nil) {
 		if err != nil {
 			return "", fmt.Errorf("listing users: %w", err)
@@ -141,7 +141,10 @@ func (t *tour) listUsers(ctx context.Context) (string, error) {
 		if first == "" {
 			first = user.ID
 		}
-		fmt.Printf("  %-12s %s\n", user.ID, displayName(user))
+		t.printf("  %s\n", t.describeUser(user))
+		if n++; n == listCap {
+			break
+		}
 	}
 	if first == "" {
 		return "", errors.New("the service has no Users to tour")
@@ -149,34 +152,43 @@ func (t *tour) listUsers(ctx context.Context) (string, error) {
 	return first, nil
 }
 
-func displayName(u *management.User) string {
-	if u.Email == nil {
-		return "(anonymous)"
+// describeUser is a User's id, and with t.personal their name and email.
+func (t *tour) describeUser(u *management.User) string {
+	if !t.personal {
+		return u.ID
 	}
-	name := *u.Email
-	if u.FirstName != nil && u.LastName != nil {
-		name = *u.FirstName + " " + *u.LastName + " <" + name + ">"
+	name := "(anonymous)"
+	if u.Email != nil {
+		name = *u.Email
+		if u.FirstName != nil && u.LastName != nil {
+			name = *u.FirstName + " " + *u.LastName + " <" + name + ">"
+		}
 	}
-	return name
+	return fmt.Sprintf("%-12s %s", u.ID, name)
 }
 
-func (t *tour) listThings(ctx context.Context) (string, error) {
-	fmt.Println("\nThings, least recently updated first:")
-	var first string
+func (t *tour) listThings(ctx context.Context) error {
+	t.printf("\nThings, least recently updated first (the first %d):\n", listCap)
 	opts := &management.ListOptions{OrderBy: management.OrderByUpdatedAt, Direction: management.Ascending}
+	n := 0
 	for thing, err := range t.client.Things.List(ctx, opts) {
 		if err != nil {
-			return "", fmt.Errorf("listing things: %w", err)
+			return fmt.Errorf("listing things: %w", err)
 		}
-		if first == "" {
-			first = thing.PhysicalID
+		// End Users name their Things ("Ada's bedroom"): a name is personal.
+		name := ""
+		if t.personal {
+			name = fmt.Sprintf(" %q", thing.Name)
 		}
-		fmt.Printf("  %-12s %-16s model %s, firmware %s\n", thing.PhysicalID, thing.Name, thing.Model, thing.FirmwareVersion)
+		t.printf("  %-12s model %s, firmware %s%s\n", thing.PhysicalID, thing.Model, thing.FirmwareVersion, name)
+		if n++; n == listCap {
+			break
+		}
 	}
-	if first == "" {
-		return "", errors.New("the service has no Things to tour")
+	if n == 0 {
+		t.printf("  (none)\n")
 	}
-	return first, nil
+	return nil
 }
 
 func (t *tour) readUser(ctx context.Context, id string) error {
@@ -184,68 +196,98 @@ func (t *tour) readUser(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("reading user %s: %w", id, err)
 	}
-	fmt.Printf("\nUser %s: email %s, %d consent(s), %d associated Thing(s)\n",
-		user.ID, user.EmailVerificationStatus, len(user.Consents), len(user.AssociatedThings))
-	for _, th := range user.AssociatedThings {
-		fmt.Printf("  associated with %s (%s) since %s\n", th.PhysicalID, th.Name, th.AssociationData.AssociatedAt)
+	t.printf("\nUser %s: %d associated Thing(s)\n", user.ID, len(user.AssociatedThings))
+	if t.personal {
+		t.printf("  email %s, %d consent(s)\n", user.EmailVerificationStatus, len(user.Consents))
+	}
+	for i, th := range user.AssociatedThings {
+		if i == listCap {
+			t.printf("  ...\n")
+			break
+		}
+		t.printf("  associated with %s since %s\n", th.PhysicalID, th.AssociationData.AssociatedAt)
 	}
 	_, err = t.client.Users.Get(ctx, "no-such-user")
 	if errors.Is(err, management.ErrNotFound) {
-		fmt.Printf("Reading an unknown User: %v\n", err)
+		t.printf("Reading an unknown User: %v\n", err)
 	}
 	return nil
 }
 
-func (t *tour) updateThing(ctx context.Context, physicalID string) error {
-	thing, err := t.client.Things.Update(ctx, physicalID, management.ThingUpdate{
-		Name:     management.Ptr("Hall thermostat (renamed)"),
-		LastSeen: management.Ptr(management.NewTimestamp(time.Now())),
-		Statuses: []management.ThingStatus{{Name: "battery", StatusValue: "low", Date: management.NewTimestamp(time.Now())}},
+// newThingID returns the physical id of the Thing the tour creates: random,
+// so that it names no Thing of the service's, and prefixed, so that an
+// operator who finds it later knows where it came from. A variable, for
+// the test of an id that exists already.
+var newThingID = func() string {
+	b := make([]byte, 8)
+	rand.Read(b) // never fails (crypto/rand)
+	return "quickstart-" + hex.EncodeToString(b)
+}
+
+// writeNewThing associates a new Thing with the test account, updates it
+// and disassociates it. It touches no other Thing, and stops when the
+// service says the Thing already existed.
+func (t *tour) writeNewThing(ctx context.Context) error {
+	user := t.writeUser
+	if _, err := t.client.Users.Get(ctx, user); err != nil {
+		return fmt.Errorf("reading the test account %s (%s): %w", user, envUserID, err)
+	}
+	id := newThingID()
+	thing, created, err := t.client.Users.AssociateThing(ctx, user, management.NewAssociation{
+		PhysicalID: id, Model: "quickstart", FirmwareVersion: "1.0.0",
+	})
+	if err != nil {
+		return fmt.Errorf("associating a new Thing %s with %s: %w", id, user, err)
+	}
+	if !created {
+		return fmt.Errorf("the service answered that Thing %s already existed (200, not 201), and associated it with %s; "+
+			"the tour stops without updating it: check that Thing, and disassociate it if %s should not have it", id, user, user)
+	}
+	t.printf("\nAssociated a new Thing %s with %s (%d associated User(s))\n", thing.PhysicalID, user, len(thing.AssociatedUsers))
+
+	now := management.NewTimestamp(time.Now())
+	thing, err = t.client.Things.Update(ctx, id, management.ThingUpdate{
+		Name:     management.Ptr("Quickstart demo"),
+		LastSeen: &now,
+		Statuses: []management.ThingStatus{{Name: "battery", StatusValue: "low", Date: now}},
 		CustomSettings: map[string]any{
-			"target_celsius": 19,               // replaced
-			"eco":            management.Unset, // removed
+			"target_celsius": 19,
+			"eco":            management.Unset, // removes the key (it has none yet)
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("updating thing %s: %w", physicalID, err)
+		return fmt.Errorf("updating thing %s: %w", id, err)
 	}
-	fmt.Printf("\nUpdated %s: name %q, statuses %d, custom settings %v\n",
+	t.printf("Updated %s: name %q, statuses %d, custom settings %v\n",
 		thing.PhysicalID, thing.Name, len(thing.Statuses), thing.CustomSettings)
-	return nil
-}
 
-func (t *tour) associate(ctx context.Context, userID string) error {
-	thing, created, err := t.client.Users.AssociateThing(ctx, userID, management.NewAssociation{
-		PhysicalID: "lamp-demo-1", Model: "LM-3", FirmwareVersion: "2.0.1",
-	})
-	if err != nil {
-		return fmt.Errorf("associating: %w", err)
+	if err := t.client.Users.DisassociateThing(ctx, user, id); err != nil {
+		return fmt.Errorf("disassociating thing %s from %s: %w", id, user, err)
 	}
-	fmt.Printf("\nAssociated %s with %s (new Thing: %t, %d associated User(s))\n",
-		thing.PhysicalID, userID, created, len(thing.AssociatedUsers))
-	if err := t.client.Users.DisassociateThing(ctx, userID, thing.PhysicalID); err != nil {
-		return fmt.Errorf("disassociating: %w", err)
-	}
-	fmt.Printf("Disassociated %s from %s\n", thing.PhysicalID, userID)
+	t.printf("Disassociated %s from %s. The API cannot delete a Thing: %s stays on the service, associated with no one.\n", id, user, id)
 	return nil
 }
 
 func (t *tour) validate(ctx context.Context) error {
 	if t.endUserAuth == "" {
-		fmt.Println("\nSkipping End User token validation (set MANAGEMENT_END_USER_TOKEN).")
+		t.printf("\nSkipping End User token validation (set %s).\n", envEndUser)
 		return nil
 	}
-	for _, token := range []string{t.endUserAuth, "Bearer not-a-real-token"} {
-		auth, err := t.client.Authenticate(ctx, token)
+	t.printf("\n")
+	for _, c := range []struct{ label, token string }{
+		{"End User token", t.endUserAuth},
+		{"Made-up token", "Bearer not-a-real-token"},
+	} {
+		auth, err := t.client.Authenticate(ctx, c.token)
 		if err != nil {
 			return fmt.Errorf("authenticating: %w", err)
 		}
 		if auth.Valid {
-			fmt.Printf("\nEnd User token: valid, User %s, role %s\n", auth.UserID, auth.Role)
+			t.printf("%s: valid, User %s, role %s\n", c.label, auth.UserID, auth.Role)
 			continue
 		}
-		fmt.Printf("Made-up token: invalid; relay %d %s to the End User\n",
-			auth.ClientResponse.HTTPCode, auth.ClientResponse.HTTPBody.Reason)
+		t.printf("%s: invalid; relay %d %s to the End User\n",
+			c.label, auth.ClientResponse.HTTPCode, auth.ClientResponse.HTTPBody.Reason)
 	}
 	return nil
 }

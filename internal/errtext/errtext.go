@@ -43,17 +43,13 @@ func Unprefixed(err error) error { return unprefixed{err} }
 // prefixed says Prefix before its error's text.
 type prefixed struct{ err error }
 
-// Error is the error text.
 func (e prefixed) Error() string { return Prefix + e.err.Error() }
 
-// Unwrap returns the wrapped error.
 func (e prefixed) Unwrap() error { return e.err }
 
 // unprefixed is an error inside another: its text without Prefix.
 type unprefixed struct{ err error }
 
-// Error is the error text.
 func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), Prefix) }
 
-// Unwrap returns the wrapped error.
 func (e unprefixed) Unwrap() error { return e.err }

@@ -41,6 +41,7 @@ func NewCmdAssociate(f *Factory, runF func(*AssociateOptions) error) *cobra.Comm
 	cmd.Flags().StringVar(&opts.Model, "model", "", "the Thing's model (required)")
 	cmd.Flags().StringVar(&opts.FirmwareVersion, "firmware-version", "", "the Thing's firmware version (required)")
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	return cmd
 }
 
@@ -58,13 +59,13 @@ func associateRun(ctx context.Context, opts *AssociateOptions) error {
 	if err != nil {
 		return notFound("user", opts.UserID, err)
 	}
-	if opts.IO.IsStderrTTY() {
-		what := "an existing Thing"
-		if created {
-			what = "a new Thing"
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "Associated %s (%s) with %s\n", printable(opts.PhysicalID), what, printable(opts.UserID))
+	// On standard error, terminal or not: standard output holds the Thing,
+	// which does not tell whether the service created it.
+	what := "it already existed, and may have been associated already"
+	if created {
+		what = "a new Thing, created now"
 	}
+	fmt.Fprintf(opts.IO.ErrOut, "Associated Thing %s with User %s: %s\n", printable(opts.PhysicalID), printable(opts.UserID), what)
 	return printOne(opts.IO.Out, out, thing, thingDetailsColumns, viewThing)
 }
 
@@ -104,8 +105,6 @@ func disassociateRun(ctx context.Context, opts *DisassociateOptions) error {
 	if err := client.Users.DisassociateThing(ctx, opts.UserID, opts.PhysicalID); err != nil {
 		return notFoundSaid(err)
 	}
-	if opts.IO.IsStderrTTY() {
-		fmt.Fprintf(opts.IO.ErrOut, "Disassociated %s from %s\n", printable(opts.PhysicalID), printable(opts.UserID))
-	}
+	fmt.Fprintf(opts.IO.ErrOut, "Disassociated Thing %s from User %s\n", printable(opts.PhysicalID), printable(opts.UserID))
 	return nil
 }

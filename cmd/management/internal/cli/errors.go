@@ -8,12 +8,27 @@ import (
 	"github.com/serviceconnect/management/internal/errtext"
 )
 
-// Exit codes of the tool.
+// Exit codes of the tool, listed in its help and README.
 const (
 	ExitOK      = 0 // success
 	ExitFailure = 1 // the command ran and failed: the service refused, could not be reached, ...
 	ExitUsage   = 2 // the command line or the configuration is wrong
+	// ExitAuth: the service refused the tool's credentials (the client id
+	// or secret at the token endpoint, or the management token itself), as
+	// gh's 4 says authentication is needed; a script can tell it from an
+	// outage.
+	ExitAuth = 4
+	// ExitInterrupt: Ctrl-C or SIGTERM stopped the command, which said
+	// how to resume; 128+SIGINT, as a shell reports a process the signal
+	// killed.
+	ExitInterrupt = 130
 )
+
+// exitCodesHelp lists the exit codes in the root command's help (the
+// README has them as a table).
+const exitCodesHelp = `Exit status: 0 success, 1 failure, 2 usage (a wrong flag, argument or
+configuration), 4 credentials refused by the service, 130 interrupted
+(Ctrl-C; the message says how to resume).`
 
 // usageError is a mistake in the command line or the configuration: it
 // exits with ExitUsage.
@@ -22,10 +37,8 @@ type usageError struct {
 	noHelp bool // the message says what to do: the help would not
 }
 
-// Error is the error text.
 func (e usageError) Error() string { return e.err.Error() }
 
-// Unwrap returns the wrapped error.
 func (e usageError) Unwrap() error { return e.err }
 
 // usagef returns a usageError with errtext.Errorf's text: the tool's
@@ -56,10 +69,8 @@ type exitError struct {
 	err  error
 }
 
-// Error is the error text.
 func (e *exitError) Error() string { return e.err.Error() }
 
-// Unwrap returns the wrapped error.
 func (e *exitError) Unwrap() error { return e.err }
 
 // classify gives a command's error its exit code: ExitUsage for a
@@ -67,10 +78,53 @@ func (e *exitError) Unwrap() error { return e.err }
 // ExitFailure for the rest.
 func classify(err error) error {
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, management.ErrInvalidArgument) {
+	switch {
+	case errors.As(err, &u) || errors.Is(err, management.ErrInvalidArgument):
 		return &exitError{ExitUsage, err}
+	case errors.Is(err, management.ErrInvalidClient):
+		return &exitError{ExitAuth, credentialsError{"the service refused the client credentials", err,
+			"check " + management.EnvClientID + " (or --client-id) and " + management.EnvClientSecret + " (or --client-secret-stdin)"}}
+	case errors.Is(err, management.ErrUnauthorized):
+		return &exitError{ExitAuth, credentialsError{"the service refused the management token", err,
+			"check that " + management.EnvClientID + " names a client application with access to the management API"}}
 	}
 	return &exitError{ExitFailure, err}
+}
+
+// credentialsError is a refused credential told to an operator: what
+// happened, the service's own words, and what to check.
+type credentialsError struct {
+	what string
+	err  error
+	hint string
+}
+
+// Error is what happened, the error's text, and what to check.
+func (e credentialsError) Error() string {
+	return errtext.Prefix + e.what + " (" + strings.TrimPrefix(e.err.Error(), errtext.Prefix) + "): " + e.hint
+}
+
+// Unwrap returns the wrapped error.
+func (e credentialsError) Unwrap() error { return e.err }
+
+// interruptedMessage is the message of a command that Ctrl-C stopped:
+// its own when it says how to resume, else how to start over.
+func interruptedMessage(err error) string {
+	msg := errtext.Message(err)
+	switch {
+	case strings.Contains(msg, "resume"):
+		return msg
+	case strings.Contains(msg, "interrupted"):
+		return msg + "; run the same command again to start over"
+	}
+	return errtext.Prefix + "interrupted: run the same command again to start over"
+}
+
+// operatorMessage is err's text as the tool prints it: the Config fields
+// of the SDK's texts named as environment variables and flags, and any
+// control character (the service's texts are quoted in it) escaped.
+func operatorMessage(err error) string {
+	return escapeControls(forOperators(errtext.Message(err)))
 }
 
 // exitCode is the exit code of an error returned by the root command.

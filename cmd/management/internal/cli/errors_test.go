@@ -139,7 +139,8 @@ func TestConfigurationProblems(t *testing.T) {
 		e := useServer(t, srv)
 		t.Setenv(management.EnvClientSecret, "not-the-secret")
 		r := e.run(t, "users", "list")
-		if r.code != ExitFailure || !strings.Contains(r.stderr, "invalid_client") || strings.Contains(r.stderr, "not-the-secret") {
+		if r.code != ExitAuth || !strings.Contains(r.stderr, "invalid_client") || strings.Contains(r.stderr, "not-the-secret") ||
+			!strings.Contains(r.stderr, "check MANAGEMENT_CLIENT_ID (or --client-id) and MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin)") {
 			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 		}
 	})
@@ -166,16 +167,15 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
-// TestDisassociate: the association goes, quietly in a pipe, with a
-// word on a terminal.
+// TestDisassociate: the association goes, and the tool says so on
+// standard error, in a pipe too.
 func TestDisassociate(t *testing.T) {
 	srv := managementtest.NewInMemoryServer()
 	srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "lamp-7"}})
 	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}, AssociatedThings: []management.AssociatedThing{{PhysicalID: "lamp-7"}}})
 	e := useServer(t, srv)
-	e.stderrTTY = true
 	r := e.run(t, "users", "disassociate", "u-1", "lamp-7")
-	if r.code != ExitOK || r.stdout != "" || r.stderr != "Disassociated lamp-7 from u-1\n" {
+	if r.code != ExitOK || r.stdout != "" || r.stderr != "Disassociated Thing lamp-7 from User u-1\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if thing, _ := srv.Thing("lamp-7"); len(thing.AssociatedUsers) != 0 {
@@ -238,7 +238,8 @@ func TestHelpVersionCompletion(t *testing.T) {
 		{nil, "Usage:\n  management <command> <subcommand> [flags]"},
 		{[]string{"users"}, "Usage:\n  management users <command> [flags]"},
 		{[]string{"things", "update", "--help"}, "--unset stringArray"},
-		{[]string{"version"}, "management devel (management-go " + management.Version + ", go"},
+		{[]string{"version"}, "\nSDK management-go " + management.Version + "\n"},
+		{[]string{"--version"}, "\nSDK management-go " + management.Version + "\n"},
 		{[]string{"completion", "bash"}, "# bash completion V2 for management"},
 	} {
 		r := runCLI(t, c.args...)

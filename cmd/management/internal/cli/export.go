@@ -45,7 +45,8 @@ func NewCmdExport[T any](f *Factory, res resource[T], runF func(*ExportOptions[T
 		Short: "Export every " + res.singular + " as JSON lines, JSON or CSV, resumably",
 		Long: "Export every " + res.singular + `, page after page, in memory that does not grow with
 their number. A progress bar shows on standard error when it is a terminal
-(except with --debug, whose log goes there).
+that can show it (not with TERM=dumb, --no-progress, or --debug, whose log
+goes there).
 
 With --out FILE --checkpoint CKPT, the export can resume. CKPT is written
 before the first byte of FILE, and after each page, once FILE is synced: it
@@ -65,7 +66,7 @@ owner only, and so is FILE, which holds personal data.`,
   management ` + res.noun + ` export -o csv --order-by updatedAt --direction asc > ` + res.noun + `.csv`,
 		Args: exactArgs(),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			opts.Progress = f.IO.IsStderrTTY() && !f.debug // a global flag: known once the command line is parsed
+			opts.Progress = f.IO.CanShowProgress() && !f.debug // global flags: known once the command line is parsed
 			if runF != nil {
 				return runF(opts)
 			}

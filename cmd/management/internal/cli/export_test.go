@@ -229,7 +229,7 @@ func TestExportInterrupted(t *testing.T) {
 	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
 
 	r := e.run(t, args...)
-	if want := "management: interrupted after 300 Users (300 in all): run the same command to resume\n"; r.code != ExitFailure || r.stderr != want {
+	if want := "management: interrupted after 300 Users (300 in all): run the same command to resume\n"; r.code != ExitInterrupt || r.stderr != want {
 		t.Fatalf("exit %d, stderr %q; want %q", r.code, r.stderr, want)
 	}
 	e.ctx, e.httpClient = nil, &http.Client{Transport: next}

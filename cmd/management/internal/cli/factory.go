@@ -25,7 +25,7 @@ type Factory struct {
 	// HTTPClient, when set, is the HTTP client under the SDK's retries
 	// (Config.HTTPClient). Tests use it to stage failures.
 	HTTPClient *http.Client
-	// Version is the tool's version, printed by the version command.
+	// Version is the tool's version, in the User-Agent it sends.
 	Version string
 
 	// The global flags.

@@ -274,12 +274,14 @@ func (iw *itemWriter[T]) write(item *T) error {
 	}
 }
 
-// tableCell is a value as a table shows it: "-" for null, and on one line.
+// tableCell is a value as a table shows it: "-" for null, else visible:
+// on one line, and with no control character from the data reaching the
+// terminal raw.
 func tableCell(s string, ok bool) string {
 	if !ok {
 		return "-"
 	}
-	return strings.NewReplacer("\n", " ", "\t", " ", "\r", " ").Replace(s)
+	return visible(s)
 }
 
 // flush writes out what is buffered, at the end of a page: the output's

@@ -68,6 +68,7 @@ func NewCmdGet[T any](f *Factory, kind getKind[T], runF func(*GetOptions[T]) err
 		}),
 	}
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	return cmd
 }
 
@@ -109,10 +110,16 @@ type notFoundError struct {
 	err error
 }
 
-// Error is the error text.
-func (e notFoundError) Error() string { return errtext.Prefix + e.msg }
+// Error keeps the answer's request id when it had one: the short message
+// must not lose what support needs.
+func (e notFoundError) Error() string {
+	var apiErr *management.APIError
+	if errors.As(e.err, &apiErr) && apiErr.RequestID != "" {
+		return errtext.Prefix + e.msg + " (request id " + apiErr.RequestID + ")"
+	}
+	return errtext.Prefix + e.msg
+}
 
-// Unwrap returns the wrapped error.
 func (e notFoundError) Unwrap() error { return e.err }
 
 // printable is id as a message shows it: as it is, or quoted when it holds

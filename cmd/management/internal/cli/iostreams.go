@@ -18,7 +18,21 @@ type IOStreams struct {
 
 	stdoutTTY bool
 	stderrTTY bool
+	// dumbTerminal: TERM=dumb, a terminal that cannot move its cursor
+	// (Emacs' shell, some CI consoles): it shows no progress bar.
+	dumbTerminal bool
+	// noProgress is --no-progress.
+	noProgress bool
 }
+
+// CanShowProgress reports whether a progress bar may be drawn on standard
+// error: a terminal that can move its cursor, and no --no-progress.
+func (s *IOStreams) CanShowProgress() bool {
+	return s.stderrTTY && !s.dumbTerminal && !s.noProgress
+}
+
+// SetDumbTerminal makes the streams say whether TERM is dumb.
+func (s *IOStreams) SetDumbTerminal(dumb bool) { s.dumbTerminal = dumb }
 
 // System returns the process's standard streams.
 func System() *IOStreams {
@@ -28,6 +42,8 @@ func System() *IOStreams {
 		ErrOut:    os.Stderr,
 		stdoutTTY: isTerminal(os.Stdout),
 		stderrTTY: isTerminal(os.Stderr),
+
+		dumbTerminal: os.Getenv("TERM") == "dumb",
 	}
 }
 

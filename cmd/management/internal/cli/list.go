@@ -175,6 +175,7 @@ func NewCmdList[T any](f *Factory, res resource[T], runF func(*ListOptions[T]) e
 		}),
 	}
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	opts.Order.addFlags(cmd)
 	cmd.Flags().IntVar(&opts.Pages, "pages", 0, "fetch at most this many pages (0: all)")
 	return cmd
@@ -215,8 +216,11 @@ func listRun[T any](ctx context.Context, opts *ListOptions[T]) error {
 	})
 	if err != nil {
 		_ = iw.flush()
-		if refusedLink(link, err) {
+		switch {
+		case refusedLink(link, err):
 			return errtext.Errorf("the page link was refused (%w): list again without --next-page", err)
+		case ctx.Err() != nil && link != "":
+			return errtext.Errorf("interrupted after %d %s: resume with --next-page %s", iw.written, res.plural, shellQuote(link))
 		}
 		return err
 	}

@@ -11,16 +11,18 @@ package cli
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/serviceconnect/management"
-	"github.com/serviceconnect/management/internal/errtext"
 	"github.com/spf13/cobra"
 )
 
 // Run runs the tool with the command-line arguments args (without the
-// program's name) and returns its exit code: ExitOK, ExitFailure, or
-// ExitUsage. Errors are printed on f.IO.ErrOut, one line each.
+// program's name) and returns its exit code: ExitOK, ExitFailure,
+// ExitUsage, ExitAuth or ExitInterrupt. Errors are printed on f.IO.ErrOut,
+// one line each, for operators: naming environment variables and flags,
+// never a Config field.
 func Run(ctx context.Context, args []string, f *Factory) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
@@ -31,7 +33,11 @@ func Run(ctx context.Context, args []string, f *Factory) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(f.IO.ErrOut, errtext.Message(err))
+	if ctx.Err() != nil { // Ctrl-C or SIGTERM: main cancels ctx
+		fmt.Fprintln(f.IO.ErrOut, escapeControls(interruptedMessage(err)))
+		return ExitInterrupt
+	}
+	fmt.Fprintln(f.IO.ErrOut, operatorMessage(err))
 	code := exitCode(err)
 	if code == ExitUsage && wantsHelp(err) {
 		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
@@ -54,7 +60,11 @@ Configuration comes from the environment, as for the Go SDK:
 --fake runs every command against a built-in fake service, offline.
 
 Output is a table on a terminal and JSON lines otherwise; choose with
---output table|json|jsonl|csv. Exit status: 0 success, 1 failure, 2 usage.`
+--output table|json|jsonl|csv, and filter JSON with --jq EXPR. Tables show
+control characters from the data escaped, as Go's %q does; the other
+formats keep the data exact.
+
+` + exitCodesHelp
 
 // NewRootCmd returns the tool's root command, its flags bound to f.
 func NewRootCmd(f *Factory) *cobra.Command {
@@ -70,11 +80,16 @@ func NewRootCmd(f *Factory) *cobra.Command {
   management things update thermo-42 --name "Hall thermostat" --unset eco
   MANAGEMENT_END_USER_TOKEN="Bearer ..." management token check`,
 	})
+	// --version prints what the version command prints, as gh's does.
+	root.Version = versionText(debug.ReadBuildInfo())
+	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().Bool("version", false, "print the tool's version, as the version command does")
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.baseURL, "base-url", "", "the service's base URL (default $"+management.EnvBaseURL+")")
 	pf.StringVar(&f.clientID, "client-id", "", "the client id (default $"+management.EnvClientID+")")
 	pf.BoolVar(&f.secretStdin, "client-secret-stdin", false, "read the client secret from the first line of standard input (default $"+management.EnvClientSecret+")")
 	pf.BoolVar(&f.fake, "fake", false, "run against a built-in fake service seeded with a few Users and Things (offline)")
+	pf.BoolVar(&f.IO.noProgress, "no-progress", false, "draw no progress bar (none is drawn either when standard error is not a terminal, or TERM=dumb)")
 	pf.BoolVar(&f.debug, "debug", false, "log the SDK's requests and retries to standard error (no secrets, tokens or query strings)")
 
 	root.AddCommand(

@@ -71,9 +71,8 @@ func TestCommandsFillOptions(t *testing.T) {
 	}
 
 	var ver *VersionOptions
-	f.Version = "v1.2.3"
 	parseInto(t, NewCmdVersion(f, func(o *VersionOptions) error { ver = o; return nil }))
-	if ver.Version != "v1.2.3" {
-		t.Errorf("version options: %q", ver.Version)
+	if ver.IO != f.IO || ver.BuildInfo == nil {
+		t.Errorf("version options: %+v", ver)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -58,6 +59,7 @@ Exit status: 0 when the token is valid, 1 when it is not.`,
 	}
 	cmd.Flags().BoolVar(&opts.TokenStdin, "token-stdin", false, "read the End User token from a line of standard input")
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	return cmd
 }
 
@@ -79,7 +81,7 @@ func tokenCheckRun(ctx context.Context, opts *TokenCheckOptions) error {
 		return err
 	}
 	scrub(auth, token)
-	if err := printOne(opts.IO.Out, out, auth, authColumns, viewAuth); err != nil {
+	if err := printOne(opts.IO.Out, out, (*authAnswer)(auth), authColumns, viewAuth); err != nil {
 		return err
 	}
 	if !auth.Valid {
@@ -129,14 +131,35 @@ func scrub(auth *management.EndUserAuthentication, token string) {
 	}
 }
 
-var authColumns = []column[management.EndUserAuthentication]{
-	rawColumn("is_token_valid", "VALID", func(a *management.EndUserAuthentication) (string, bool) { return fmt.Sprint(a.Valid), true }),
-	textColumn("user_id", "USER", func(a *management.EndUserAuthentication) (string, bool) { return a.UserID, a.UserID != "" }),
-	textColumn("user_role", "ROLE", func(a *management.EndUserAuthentication) (string, bool) { return string(a.Role), a.Role != "" }),
-	rawColumn("to_client_response", "ANSWER TO RELAY", func(a *management.EndUserAuthentication) (string, bool) { return jsonCell(a.ClientResponse) }),
+// authAnswer is the verdict as the tool prints it. The SDK says "" for
+// the user id and role of an invalid token; the service sends null, and
+// so does the tool's JSON.
+type authAnswer management.EndUserAuthentication
+
+// MarshalJSON writes the verdict with null for an absent user id or role.
+func (a authAnswer) MarshalJSON() ([]byte, error) {
+	orNull := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return json.Marshal(struct {
+		Valid          bool                       `json:"is_token_valid"`
+		UserID         *string                    `json:"user_id"`
+		Role           *string                    `json:"user_role"`
+		ClientResponse *management.ClientResponse `json:"to_client_response"`
+	}{a.Valid, orNull(a.UserID), orNull(string(a.Role)), a.ClientResponse})
 }
 
-func viewAuth(w io.Writer, a *management.EndUserAuthentication) error {
+var authColumns = []column[authAnswer]{
+	rawColumn("is_token_valid", "VALID", func(a *authAnswer) (string, bool) { return fmt.Sprint(a.Valid), true }),
+	textColumn("user_id", "USER", func(a *authAnswer) (string, bool) { return a.UserID, a.UserID != "" }),
+	textColumn("user_role", "ROLE", func(a *authAnswer) (string, bool) { return string(a.Role), a.Role != "" }),
+	rawColumn("to_client_response", "ANSWER TO RELAY", func(a *authAnswer) (string, bool) { return jsonCell(a.ClientResponse) }),
+}
+
+func viewAuth(w io.Writer, a *authAnswer) error {
 	tw := newTable(w)
 	defer tw.Flush()
 	if !a.Valid {

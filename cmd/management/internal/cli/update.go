@@ -84,6 +84,7 @@ PATCH body, with --json FILE, or --json - for standard input:
 	fl.StringArrayVar(&opts.Unsets, "unset", nil, "remove a custom setting (repeatable)")
 	fl.StringVar(&opts.JSONFile, "json", "", `the update as a JSON document in the API's PATCH shape: a file, or "-" for standard input`)
 	addOutputFlag(cmd, &opts.Output, allFormats...)
+	addJQFlag(cmd, f.IO, &opts.Output)
 	return cmd
 }
 

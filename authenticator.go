@@ -1,0 +1,411 @@
+package management
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The Authenticator's bounds and defaults; its docs name them.
+const (
+	// defaultAuthCacheTTL is the default CacheTTL.
+	defaultAuthCacheTTL  = 30 * time.Second
+	defaultAuthCacheSize = 10_000
+	// maxInvalidTTL bounds how long an invalid verdict is cached: long
+	// enough that a flood of one bad token is not a flood of calls, short
+	// enough that a token the End User has just obtained is soon accepted.
+	maxInvalidTTL = 5 * time.Second
+	// defaultMaxConcurrentChecks bounds the calls in flight: enough for a
+	// busy service whose calls take tens of milliseconds, few enough that a
+	// flood of random tokens neither exhausts memory nor floods the service.
+	defaultMaxConcurrentChecks = 64
+	// defaultAuthTimeout bounds one check's call, retries included: an
+	// End User waits this long at most for a verdict.
+	defaultAuthTimeout = 5 * time.Second
+	// sharedFirstLevelTTL bounds how long a verdict stays in the in-process
+	// cache when there is a shared store: the longest another replica may
+	// still accept a token that Forget dropped.
+	sharedFirstLevelTTL = 5 * time.Second
+	// verdictLease is how long a replica waits for the verdict another
+	// replica is asking the service for (never more than half the time left
+	// to the request that started the check), and the lease's lifetime: a
+	// lease left by a replica that died, or written by whoever can write the
+	// store, delays a check by at most that long.
+	verdictLease = time.Second
+)
+
+// Authenticator is net/http middleware that lets a request through only when
+// its Authorization header holds a valid End User access token of role
+// RoleAppUser, as the service's authenticate endpoint says.
+//
+//	auth := &management.Authenticator{Client: client}
+//	mux.Handle("/api/", auth.Handler(api))
+//
+//	// in api's handlers:
+//	user, _ := management.EndUserFromContext(r.Context())
+//
+//	// on sign-out, once the token is revoked:
+//	_ = auth.Forget(r.Context(), r.Header.Get("Authorization"))
+//
+// # Refusals
+//
+// This is the one table of refusals: the error Check returns and
+// ErrorHandler is given, and the answer Handler writes by default, with a
+// JSON body shaped like the service's ({"error_code", "reason",
+// "error_message"}):
+//   - no or a blank Authorization header: ErrMissingToken; 401, without
+//     calling the service.
+//   - an invalid token: *InvalidTokenError (matching ErrInvalidToken),
+//     carrying the service's to_client_response; its http_code as the
+//     status (401 unless it is a 4xx) and its http_body as the body.
+//     Likewise, without a call, a header that is not valid UTF-8, and a
+//     request with more than one Authorization header (which one the
+//     service would judge is ambiguous).
+//   - a valid token of another role, such as a management token
+//     (RoleServiceAccount): ErrForbiddenRole; 403.
+//   - a token that would need a call while MaxConcurrentChecks calls are in
+//     flight: ErrTooManyChecks; beyond MissBudget: ErrOverMissBudget. Both
+//     match ErrAuthenticationUnavailable; 503 with Retry-After: 1, at once
+//     and without a call.
+//   - no verdict (the service unreachable, failing after the client's
+//     retries or past Timeout, refusing the management token, or answering
+//     in an unknown shape; or the code the check hosts, the Client's
+//     RoundTripper, TokenSource, SharedStore or Observer hooks, panicking
+//     or hanging): an error matching ErrAuthenticationUnavailable and
+//     wrapping the cause, logged through the Client's logger; 503, failing
+//     closed. Also 503 with the context's error when the request's context
+//     ends while waiting.
+//
+// # Caching and bounds
+//
+// Verdicts are cached in memory, keyed by a SHA-256 digest of the header
+// value (raw tokens are not kept): valid ones for CacheTTL, invalid ones for
+// at most maxInvalidTTL, failures never. Concurrent checks of one token make
+// one call. Memory stays bounded under any stream of tokens: at most
+// CacheSize verdicts and MaxConcurrentChecks calls in flight, each ended
+// after Timeout. Cached verdicts are served whatever is in flight. A
+// revoked token is accepted until its entry expires, unless Forget drops it.
+//
+// Set the fields before the first use and do not change them afterwards; an
+// Authenticator is then safe for concurrent use. It must not be copied after
+// first use.
+type Authenticator struct {
+	// Client makes the authenticate calls. Required: Handler panics
+	// without it.
+	Client *Client
+	// CacheTTL is how long a valid verdict is cached. 0:
+	// defaultAuthCacheTTL; negative: verdicts are not cached (concurrent
+	// checks of one token still share one call). Invalid verdicts are
+	// cached for CacheTTL or maxInvalidTTL, whichever is shorter.
+	CacheTTL time.Duration
+	// CacheSize bounds the number of cached verdicts, so that memory stays
+	// bounded under a flood of random tokens; the least recently used is
+	// dropped first. 0 or negative: defaultAuthCacheSize.
+	CacheSize int
+	// MaxConcurrentChecks bounds the authenticate calls in flight, so that
+	// a flood of uncached tokens holds neither unbounded memory nor the
+	// service: a check that would start one more call fails at once with
+	// ErrTooManyChecks (a check that joins the call in flight for its
+	// token starts none). 0 or negative: defaultMaxConcurrentChecks.
+	MaxConcurrentChecks int
+	// MissBudget bounds the rate of checks that reach the service (a token
+	// whose verdict is neither in the cache nor, with a SharedStore, stored
+	// by another replica), so that a flood of random tokens cannot spend the
+	// management rate limit the rest of the backend shares: beyond it, such
+	// a check fails with ErrOverMissBudget, while cached verdicts keep being
+	// served. With a SharedStore, a check is refused once the store has no
+	// verdict for it: each random token then costs a few store reads and a
+	// lease attempt, holding one of MaxConcurrentChecks meanwhile. The zero
+	// value sets no budget; setting one is recommended.
+	MissBudget MissBudget
+	// Timeout bounds one check's call to the service, retries and their
+	// waits included (a Retry-After that would pass it is not waited for).
+	// 0 or negative: defaultAuthTimeout. The request's own context may end
+	// the wait sooner; the call then goes on for the other requests waiting
+	// for it.
+	Timeout time.Duration
+	// ErrorHandler writes the answer to a refused request; optional. err is
+	// one of the refusals listed on Authenticator. nil: the answers listed
+	// there.
+	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+	// SharedStore, when set, shares verdicts with the other replicas of the
+	// service (see package redisstore), behind the in-process cache: one
+	// authenticate call per End User token per CacheTTL for the whole
+	// fleet. Verdicts are stored under an HMAC of the token and sealed, with
+	// keys derived from the Client's secret (Config.ClientSecret or
+	// Config.SharedStoreKey), so that whoever can write the store cannot
+	// forge one. With a store, an entry of the in-process cache lives at
+	// most sharedFirstLevelTTL: that long, at most, another replica may
+	// still accept a token that Forget dropped. A failing or slow store
+	// (Config.SharedStoreTimeout) never fails a check and is never a
+	// verdict. While another replica holds a token's lease and asks the
+	// service, a check waits for its verdict at most verdictLease (half the
+	// request's time left, if less), then asks itself. Every replica must
+	// have the same CacheTTL.
+	SharedStore SharedStore
+
+	once         sync.Once
+	timeout      time.Duration
+	shared       *sharedVerdicts // nil without a SharedStore
+	verdictCache                 // embedded: tests read its lock and contents as the Authenticator's
+}
+
+// MissBudget is a rate of checks that may reach the service: PerSecond
+// on average, with bursts of up to Burst (at least 1). The zero value sets
+// no budget.
+type MissBudget struct {
+	PerSecond float64
+	Burst     int
+}
+
+// EndUser is the End User a request was let through for.
+type EndUser struct {
+	ID   string
+	Role Role
+}
+
+func (a *Authenticator) init() {
+	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
+	a.verdictCache.init(a, a.SharedStore != nil)
+	if a.SharedStore != nil && a.Client != nil && a.Client.seal != nil {
+		a.shared = &sharedVerdicts{store: a.Client.newSharedStore(a.SharedStore, "End User verdicts"), cache: &a.verdictCache, timeout: a.timeout}
+	}
+}
+
+// errNoClient is Check's answer when Authenticator.Client is not set.
+var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
+
+// checkClient refuses an Authenticator that cannot work, rather than
+// answering 503 to every request: one without a Client, with a Client that
+// NewClient did not make (it has no credentials and no logger), or with a
+// SharedStore but no key to seal verdicts.
+func (a *Authenticator) checkClient() error {
+	switch {
+	case a.Client == nil:
+		return errNoClient
+	case a.Client.tokens == nil:
+		return errorf("%w: Authenticator.Client was not made by NewClient; use NewClient", ErrInvalidArgument)
+	case a.SharedStore != nil && a.Client.seal == nil:
+		return errorf("%w: Authenticator.SharedStore needs a key to seal verdicts: set Config.SharedStoreKey of its Client (which has no client secret)", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Check reports who the End User of r is: the request's Authorization
+// header is checked with the service (or the cache). It returns the End User
+// when the token is valid and of role RoleAppUser; otherwise one of the
+// refusals listed on Authenticator, or an error matching
+// ErrInvalidArgument, naming Authenticator.Client, when it is not set. r's
+// context bounds the wait; a request whose context has ended starts no
+// call. Check does not call ErrorHandler.
+func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
+	if err := a.checkClient(); err != nil {
+		return nil, err
+	}
+	a.once.Do(a.init)
+	outcome := AuthRefused
+	defer func() { a.observeCheck(r.Context(), outcome) }()
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		// The service would judge one of them and a proxy or handler may
+		// read another: no verdict can be trusted for the request.
+		return nil, &InvalidTokenError{Response: relayable(nil)}
+	}
+	if len(values) == 0 || strings.TrimSpace(values[0]) == "" {
+		return nil, ErrMissingToken
+	}
+	header := values[0]
+	if !utf8.ValidString(header) {
+		// No token of the service looks like this; it cannot be sent as is.
+		return nil, &InvalidTokenError{Response: relayable(nil)}
+	}
+	ctx := r.Context()
+	start := func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
+		return a.start(ctx, header, settle, release)
+	}
+	// With a store, judge spends the budget, once the store has no verdict.
+	v, call, err := a.verdictCache.lookup(ctx, tokenKey(header), time.Now(), a.shared == nil, start)
+	switch {
+	case err != nil:
+		return nil, err
+	case call == nil:
+		outcome = AuthHit
+		return v.result()
+	}
+	outcome = AuthMiss
+	v, err = call.wait(ctx)
+	switch {
+	case err != nil && err == ctx.Err():
+		return nil, errorf("waiting for the End User token check: %w", err)
+	case err != nil:
+		return nil, err
+	}
+	return v.result()
+}
+
+// start starts the call that judges header. The call runs hosted code (the
+// Client's RoundTripper and TokenSource, the store, the hooks): the flight
+// contains its panics and hangs; its failures are
+// ErrAuthenticationUnavailable, and a panic's value is redacted of the End
+// User's credential and the Client's.
+func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
+	host := flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
+		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
+	return startFlight(keepDeadline(ctx), host, a.timeout,
+		func(ctx context.Context) (authVerdict, error) {
+			a.observeCalls(ctx, 1)
+			defer a.observeCalls(ctx, -1)
+			return a.judge(ctx, header)
+		}, settle, release)
+}
+
+// judge has the verdict on header: from the shared store when a replica
+// stored one, else from the service, and then stored. With a store, the
+// replica that holds the token's lease asks the service; the others wait
+// for its verdict (see sharedVerdicts.await).
+func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
+	v, slot, ok := a.shared.await(ctx, header)
+	if ok {
+		return v, nil
+	}
+	if a.shared != nil && !a.verdictCache.spend() {
+		return authVerdict{}, ErrOverMissBudget
+	}
+	auth, err := a.Client.Authenticate(ctx, header)
+	if err != nil {
+		// Authenticate's errors have passed the redactor of the attempt.
+		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
+			slog.String("error", err.Error()))
+		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
+	}
+	v = a.verdictCache.verdict(auth, header, time.Now())
+	a.shared.put(ctx, slot, auth, v.expires)
+	return v, nil
+}
+
+// Forget drops the cached verdict of the Authorization header value
+// authorization, as on sign-out: once the service has revoked the token,
+// the next check asks the service again instead of accepting the token for
+// the rest of CacheTTL. A check in flight for it when Forget runs still
+// answers the requests already waiting, but its verdict is not cached, and
+// later checks make a call of their own. With a SharedStore, the fleet
+// forgets it too (ctx bounds that): Forget gives the token a new epoch in
+// the store, under which no verdict is stored yet, so that no replica reads
+// a verdict stored before, even one a check in flight elsewhere writes
+// after Forget; another replica may still accept the token from its
+// in-process cache for at most sharedFirstLevelTTL. Forget fails only for
+// a blank authorization; a failing store is logged, not returned.
+func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
+	if strings.TrimSpace(authorization) == "" {
+		return errorf("%w: authorization is empty", ErrInvalidArgument)
+	}
+	a.once.Do(a.init)
+	a.verdictCache.forget(tokenKey(authorization))
+	a.shared.drop(ctx, authorization)
+	return nil
+}
+
+// Handler returns a handler that runs next only for requests that Check lets
+// through, with the End User in the request's context (see
+// EndUserFromContext). Other requests are answered by ErrorHandler, or as
+// listed on Authenticator.
+//
+// Handler panics when a.Client is nil, as net/http's ServeMux panics when
+// a handler is registered wrongly: a middleware that could never let a
+// request through is a setup error, not a run of 503s.
+func (a *Authenticator) Handler(next http.Handler) http.Handler {
+	if err := a.checkClient(); err != nil {
+		panic("management: Authenticator.Handler: " + unprefixed{err}.Error())
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, err := a.Check(r)
+		if err != nil {
+			if a.ErrorHandler != nil {
+				a.ErrorHandler(w, r, err)
+				return
+			}
+			writeRefusal(w, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endUserKey{}, user)))
+	})
+}
+
+// The default refusals that are not relayed from the service.
+var (
+	defaultInvalidBody = ClientErrorBody{ErrorCode: http.StatusUnauthorized, Reason: "auth.unauthorized",
+		ErrorMessage: "The access token is invalid."}
+	missingTokenBody = ClientErrorBody{ErrorCode: http.StatusUnauthorized, Reason: "auth.unauthorized",
+		ErrorMessage: "An access token must be provided in the Authorization header."}
+	forbiddenRoleBody = ClientErrorBody{ErrorCode: http.StatusForbidden, Reason: "auth.forbidden",
+		ErrorMessage: "This access token is not allowed here."}
+	unavailableBody = ClientErrorBody{ErrorCode: http.StatusServiceUnavailable, Reason: "auth.unavailable",
+		ErrorMessage: "The access token could not be checked; try again later."}
+)
+
+// relayable returns the answer to relay for an invalid token: the service's
+// own, with a status that is a 4xx, or a default 401 when it sent none.
+func relayable(cr *ClientResponse) *ClientResponse {
+	out := ClientResponse{HTTPCode: http.StatusUnauthorized, HTTPBody: defaultInvalidBody}
+	if cr == nil {
+		return &out
+	}
+	if cr.HTTPCode >= 400 && cr.HTTPCode <= 499 {
+		out.HTTPCode = cr.HTTPCode
+	}
+	if cr.HTTPBody != (ClientErrorBody{}) {
+		out.HTTPBody = cr.HTTPBody
+	}
+	return &out
+}
+
+// writeRefusal is the default ErrorHandler: the answers of the table on
+// Authenticator.
+func writeRefusal(w http.ResponseWriter, err error) {
+	var invalid *InvalidTokenError
+	switch {
+	case errors.Is(err, ErrMissingToken):
+		writeClientError(w, http.StatusUnauthorized, missingTokenBody)
+	case errors.As(err, &invalid) && invalid.Response != nil:
+		writeClientError(w, invalid.Response.HTTPCode, invalid.Response.HTTPBody)
+	case errors.Is(err, ErrForbiddenRole):
+		writeClientError(w, http.StatusForbidden, forbiddenRoleBody)
+	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget):
+		// The bound is local and clears as calls end (within Timeout, most
+		// within milliseconds): a client may well try again in a second.
+		w.Header().Set("Retry-After", "1")
+		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
+	default:
+		// No Retry-After: when the service will answer again is not known
+		// here, and one fixed hint would bring every client back at once.
+		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
+	}
+}
+
+func writeClientError(w http.ResponseWriter, status int, body ClientErrorBody) {
+	b, _ := json.Marshal(body) // a struct of strings and an int always encodes
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", "Bearer")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// endUserKey is the context key of the End User that Handler let through.
+type endUserKey struct{}
+
+// EndUserFromContext returns the End User that Authenticator.Handler let
+// through, from the context of the request it passed on.
+func EndUserFromContext(ctx context.Context) (*EndUser, bool) {
+	u, ok := ctx.Value(endUserKey{}).(*EndUser)
+	return u, ok && u != nil
+}

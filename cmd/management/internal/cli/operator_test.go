@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/serviceconnect/management"
+)
+
+// TestForOperators: the SDK's own texts for configurations it refuses,
+// and for an answer that shows the base URL or prefix wrong, name the
+// environment variables and flags, and no Config field.
+func TestForOperators(t *testing.T) {
+	ok := management.Config{BaseURL: "https://management.example.com", ClientID: "id", ClientSecret: "secret"}
+	with := func(f func(*management.Config)) management.Config { c := ok; f(&c); return c }
+	cases := []struct {
+		cfg  management.Config
+		want []string
+	}{
+		{with(func(c *management.Config) { c.BaseURL = "http://management.example.com" }), []string{"MANAGEMENT_BASE_URL (or --base-url)", "MANAGEMENT_ALLOW_INSECURE_HTTP=true"}},
+		{with(func(c *management.Config) { c.BaseURL = "https://u:p@management.example.com" }), []string{"MANAGEMENT_BASE_URL", "MANAGEMENT_CLIENT_ID (or --client-id) and MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin)"}},
+		{with(func(c *management.Config) {
+			c.BaseURL = "https://management.example.com/v2/api/management/service_connect"
+		}), []string{"MANAGEMENT_BASE_URL (or --base-url) \"https://management.example.com/v2/api/management/service_connect\" already ends", "write MANAGEMENT_BASE_URL (or --base-url) as"}},
+		{with(func(c *management.Config) { c.RetryWaitMin, c.RetryWaitMax = 10*time.Second, time.Second }), []string{"MANAGEMENT_RETRY_WAIT_MIN (10s) is longer than MANAGEMENT_RETRY_WAIT_MAX (1s)"}},
+		{with(func(c *management.Config) { c.PathPrefix = "api" }), []string{"MANAGEMENT_PATH_PREFIX must"}},
+		{with(func(c *management.Config) { c.MaxResponseBytes = -1 }), []string{"MANAGEMENT_MAX_RESPONSE_BYTES must"}},
+		{with(func(c *management.Config) { c.ClientID = "a:b" }), []string{"MANAGEMENT_CLIENT_ID (or --client-id) contains ':'"}},
+		{with(func(c *management.Config) { c.ClientSecret = "" }), []string{"MANAGEMENT_CLIENT_ID (or --client-id) and MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin) are required"}},
+	}
+	field := regexp.MustCompile(`Config\.|TokenSource|\b(BaseURL|ClientID|ClientSecret|PathPrefix|RetryWait\w+|MaxResponseBytes|AllowInsecureHTTP)\b`)
+	for _, c := range cases {
+		_, err := management.NewClient(c.cfg)
+		if err == nil {
+			t.Fatalf("NewClient(%+v) accepted it", c.cfg)
+		}
+		got := forOperators(err.Error())
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%q\n  became %q\n  want it to hold %q", err, got, w)
+			}
+		}
+		if m := field.FindString(got); m != "" {
+			t.Errorf("%q still names %q", got, m)
+		}
+	}
+	for _, sdk := range []error{management.ErrMisconfigured, &management.TokenError{StatusCode: 404}} {
+		got := forOperators(sdk.Error())
+		if !strings.Contains(got, "check MANAGEMENT_BASE_URL (or --base-url) and MANAGEMENT_PATH_PREFIX") {
+			t.Errorf("%q became %q", sdk, got)
+		}
+	}
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bytes"
+	"debug/buildinfo"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/managementtest"
+)
+
+// The tests of this file run the built tool as an operator does, against
+// a managementtest server that keeps its state from one run to the next.
+
+// toolRun is what one run of the tool did.
+type toolRun struct {
+	code           int
+	stdout, stderr string
+}
+
+// runTool runs the tool with env, stdin and args, and waits for it.
+func runTool(t *testing.T, bin string, env []string, stdin string, args ...string) toolRun {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return toolRun{code, out.String(), errOut.String()}
+}
+
+// setEnv is env with each "NAME=value" of kv in place of NAME's earlier
+// value, or without NAME when the value is empty.
+func setEnv(env []string, kv ...string) []string {
+	out := slices.Clone(env)
+	for _, pair := range kv {
+		name, value, _ := strings.Cut(pair, "=")
+		out = slices.DeleteFunc(out, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		if value != "" {
+			out = append(out, pair)
+		}
+	}
+	return out
+}
+
+// TestExitCodes: 0 success, 1 failure, 2 usage, 4 refused credentials;
+// the help lists them all, 130 included (TestInterruptedList).
+func TestExitCodes(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 3)
+	env := toolEnv(srv)
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+	}{
+		{"success", env, []string{"users", "list"}, 0},
+		{"not found", env, []string{"users", "get", "u-nobody"}, 1},
+		{"unknown flag", env, []string{"users", "list", "--colour"}, 2},
+		{"bad configuration", setEnv(env, management.EnvRetryWaitMin+"=10s", management.EnvRetryWaitMax+"=1s"), []string{"users", "list"}, 2},
+		{"wrong secret", setEnv(env, management.EnvClientSecret+"=not-the-secret"), []string{"users", "list"}, 4},
+		{"token refused", env, []string{"users", "get", "u-000001"}, 4},
+	} {
+		if c.name == "token refused" { // a fresh token is refused too
+			srv.FailNext(managementtest.RouteGetUser, 2, http.StatusUnauthorized, 0)
+		}
+		if r := runTool(t, bin, c.env, "", c.args...); r.code != c.code {
+			t.Errorf("%s: exit %d, want %d; stderr %q", c.name, r.code, c.code, r.stderr)
+		}
+	}
+	help := runTool(t, bin, env, "", "--help").stdout
+	for _, want := range []string{"0 success", "1 failure", "2 usage", "4 credentials refused", "130 interrupted"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help does not list %q:\n%s", want, help)
+		}
+	}
+}
+
+// TestInterruptedList: Ctrl-C during a list exits 130 and prints the
+// --next-page link to resume from; the same command with that link lists
+// the rest, each User once in all.
+func TestInterruptedList(t *testing.T) {
+	const n = 40
+	bin := buildTool(t)
+	srv := managementtest.NewServer(managementtest.WithPageSize(10))
+	defer srv.Close()
+	seed(srv, n)
+	env := toolEnv(srv)
+	// The first two pages at once, the third one slow: Ctrl-C lands while it is fetched.
+	srv.DelayNext(managementtest.RouteListUsers, 2, time.Millisecond)
+	srv.DelayNext(managementtest.RouteListUsers, 1, time.Minute)
+	cmd := exec.Command(bin, "users", "list")
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(time.Millisecond) // the fake has no notification: poll it
+	defer tick.Stop()
+	for srv.Requests(managementtest.RouteListUsers) < 3 {
+		<-tick.C
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var exit *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130; stderr %q", err, errOut.String())
+	}
+	m := regexp.MustCompile(`^management: interrupted after 20 Users: resume with --next-page '([^']+)'\n$`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("stderr = %q, want how to resume", errOut.String())
+	}
+	srv.ClearFaults()
+	rest := runTool(t, bin, env, "", "users", "list", "--next-page", m[1])
+	if rest.code != 0 {
+		t.Fatalf("resume: exit %d, stderr %q", rest.code, rest.stderr)
+	}
+	seen := make(map[string]int)
+	for _, line := range strings.Split(strings.TrimSpace(out.String()+rest.stdout), "\n") {
+		var u management.User
+		if err := json.Unmarshal([]byte(line), &u); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		seen[u.ID]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct Users in the two runs, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("%s listed %d times", id, k)
+		}
+	}
+}
+
+// TestVersion: version and --version print the same lines: the tool's
+// module version from the binary's build information, the SDK's Version,
+// and the revision exactly when the build recorded one.
+func TestVersion(t *testing.T) {
+	bin := buildTool(t)
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := setEnv(os.Environ(), management.EnvBaseURL+"=")
+	cmdOut := runTool(t, bin, env, "", "version")
+	flagOut := runTool(t, bin, env, "", "--version")
+	if cmdOut.code != 0 || flagOut.code != 0 || cmdOut.stdout != flagOut.stdout {
+		t.Fatalf("version: exit %d %q; --version: exit %d %q", cmdOut.code, cmdOut.stdout, flagOut.code, flagOut.stdout)
+	}
+	lines := strings.Split(cmdOut.stdout, "\n")
+	if want := "management " + info.Main.Version; lines[0] != want {
+		t.Errorf("first line %q, want %q", lines[0], want)
+	}
+	if want := "SDK management-go " + management.Version; lines[1] != want {
+		t.Errorf("second line %q, want %q", lines[1], want)
+	}
+	rev := ""
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			rev = s.Value
+		}
+	}
+	if shown := strings.Contains(cmdOut.stdout, "\nrevision "); shown != (rev != "") || !strings.Contains(cmdOut.stdout, rev) {
+		t.Errorf("revision %q recorded; the output:\n%s", rev, cmdOut.stdout)
+	}
+}
+
+// configField matches a management.Config field, which an operator never
+// sees: messages name environment variables and flags instead.
+var configField = regexp.MustCompile(`Config\.|\b(BaseURL|ClientID|ClientSecret|PathPrefix|RetryWaitM\w+|AllowInsecureHTTP|TokenSource)\b`)
+
+// TestMessagesForOperators: configuration the SDK refuses, and a base URL
+// or prefix that the token endpoint's answer (a 404, a redirect) shows
+// wrong, are told in environment variables and flags, never Config fields.
+func TestMessagesForOperators(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 1)
+	elsewhere := managementtest.NewServer(managementtest.WithPathPrefix("/other/prefix"))
+	defer elsewhere.Close()
+	redirect := httptest.NewServer(http.RedirectHandler("https://login.example.com/auth/token", http.StatusTemporaryRedirect))
+	defer redirect.Close()
+
+	env := toolEnv(srv)
+	for _, c := range []struct {
+		name string
+		env  []string
+		code int
+		want []string
+	}{
+		{"http to a remote host", setEnv(env, management.EnvBaseURL+"=http://management.example.com"), 2,
+			[]string{management.EnvBaseURL + " (or --base-url)", "set " + management.EnvAllowInsecureHTTP + "=true"}},
+		{"retry waits", setEnv(env, management.EnvRetryWaitMin+"=10s", management.EnvRetryWaitMax+"=1s"), 2,
+			[]string{management.EnvRetryWaitMin + " (10s) is longer than " + management.EnvRetryWaitMax + " (1s)"}},
+		{"prefix without a slash", setEnv(env, management.EnvPathPrefix+"=api"), 2,
+			[]string{management.EnvPathPrefix + " must be a path starting with /"}},
+		{"token endpoint 404", setEnv(env, management.EnvBaseURL+"="+elsewhere.URL, management.EnvClientID+"="+elsewhere.ClientID), 1,
+			[]string{"POST /auth/token: 404", "check " + management.EnvBaseURL + " (or --base-url) and " + management.EnvPathPrefix}},
+		{"token endpoint redirect", setEnv(env, management.EnvBaseURL+"="+redirect.URL), 1,
+			[]string{"redirect to another origin", "check " + management.EnvBaseURL + " (or --base-url) and " + management.EnvPathPrefix}},
+	} {
+		r := runTool(t, bin, c.env, "", "users", "list")
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d; stderr %q", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
+		if m := configField.FindString(r.stderr); m != "" {
+			t.Errorf("%s: stderr names %q: %q", c.name, m, r.stderr)
+		}
+	}
+}
+
+// TestRequestIDShown: a failed call's message quotes the answer's request
+// id, the short not-found message included.
+func TestRequestIDShown(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 1)
+	env := toolEnv(srv)
+	answer := func(status int, body string) managementtest.Response {
+		return managementtest.Response{Status: status, Header: http.Header{"X-Request-Id": {"req-4711"}, "Content-Type": {"application/json"}}, Body: body}
+	}
+	srv.FailNextWith(managementtest.RouteGetUser, 1, answer(404, `{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"User u-x was not found"}`))
+	if r := runTool(t, bin, env, "", "users", "get", "u-x"); r.code != 1 || r.stderr != "management: user u-x not found (request id req-4711)\n" {
+		t.Errorf("404: exit %d, stderr %q", r.code, r.stderr)
+	}
+	srv.FailNextWith(managementtest.RouteListThings, 1, answer(409, `{"reason":"X.CONFLICT","error_message":"busy \u001b[2J"}`))
+	if r := runTool(t, bin, env, "", "things", "list"); r.code != 1 || !strings.HasSuffix(r.stderr, `: 409 X.CONFLICT: busy \x1b[2J (request id req-4711)`+"\n") {
+		t.Errorf("409: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestAssociateAcrossRuns: the first associate creates the Thing and says
+// so, the second says it already existed; disassociate confirms, and the
+// next read shows the association gone.
+func TestAssociateAcrossRuns(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 1)
+	env := toolEnv(srv)
+	args := []string{"users", "associate", "u-000000", "cam-9", "--model", "C-9", "--firmware-version", "1.0"}
+	for i, want := range []string{
+		"Associated Thing cam-9 with User u-000000: a new Thing, created now\n",
+		"Associated Thing cam-9 with User u-000000: it already existed, and may have been associated already\n",
+	} {
+		if r := runTool(t, bin, env, "", args...); r.code != 0 || r.stderr != want || !strings.Contains(r.stdout, `"physical_id":"cam-9"`) {
+			t.Errorf("associate %d: exit %d, stderr %q, stdout %q; want %q", i+1, r.code, r.stderr, r.stdout, want)
+		}
+	}
+	if r := runTool(t, bin, env, "", "users", "disassociate", "u-000000", "cam-9"); r.code != 0 || r.stderr != "Disassociated Thing cam-9 from User u-000000\n" || r.stdout != "" {
+		t.Errorf("disassociate: exit %d, stderr %q, stdout %q", r.code, r.stderr, r.stdout)
+	}
+	if r := runTool(t, bin, env, "", "users", "get", "u-000000", "--jq", ".associated_things | length"); r.code != 0 || r.stdout != "0\n" {
+		t.Errorf("after disassociate: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestJSONNullAndJQ: token check's JSON has null where the service has
+// null; --jq filters JSON output, and a bad expression is a usage error
+// before any request.
+func TestJSONNullAndJQ(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 3)
+	env := toolEnv(srv)
+
+	r := runTool(t, bin, setEnv(env, "MANAGEMENT_END_USER_TOKEN=not-a-token"), "", "token", "check", "-o", "json")
+	var verdict map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &verdict); err != nil || r.code != 1 {
+		t.Fatalf("token check: exit %d, %v: %q", r.code, err, r.stdout)
+	}
+	for _, k := range []string{"user_id", "user_role"} {
+		if v, ok := verdict[k]; !ok || v != nil {
+			t.Errorf("%s = %#v (present %t), want null", k, v, ok)
+		}
+	}
+
+	r = runTool(t, bin, env, "", "users", "list", "-o", "json", "--jq", ".[].id")
+	if r.code != 0 || r.stdout != "u-000002\nu-000001\nu-000000\n" {
+		t.Errorf("--jq .[].id: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	before := srv.Requests(managementtest.RouteListUsers)
+	for _, args := range [][]string{{"--jq", ".[] |"}, {"-o", "csv", "--jq", "."}} {
+		r = runTool(t, bin, env, "", append([]string{"users", "list"}, args...)...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, "management: --jq ") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message naming --jq", args, r.code, r.stderr)
+		}
+	}
+	if n := srv.Requests(managementtest.RouteListUsers) - before; n != 0 {
+		t.Errorf("%d requests for rejected --jq flags, want none", n)
+	}
+}

@@ -1,0 +1,169 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/creack/pty"
+	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/managementtest"
+)
+
+// ptyRun is what a run of the tool showed on a terminal.
+type ptyRun struct {
+	screen string // everything written to the terminal, escapes included
+	code   int
+}
+
+// runPTY runs the tool with its standard output and error on a
+// pseudo-terminal cols columns wide, as an operator's shell runs it, and
+// returns what the terminal received.
+func runPTY(t *testing.T, bin string, env []string, cols uint16, args ...string) ptyRun {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	// A terminal has a size: the bar library draws nothing in 0 rows.
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: cols}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = tty, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close() // the child has its own; the reader sees EOF (EIO) when it exits
+	var screen bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		io.Copy(&screen, ptmx) // ends with EIO once the child is gone
+		close(read)
+	}()
+	err = cmd.Wait()
+	<-read
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return ptyRun{screen.String(), code}
+}
+
+// hostile is a Thing name an End User could set: it retitles the window,
+// clears the screen, rings the bell, backspaces over text, and holds a C1
+// control (CSI), a DEL and a right-to-left override.
+const hostile = "\x1b]0;pwned\a\x1b[2Jlamp\b\b\b\bLAMP \u009b31m \x7f \u202e"
+
+// TestTableIsSafeOnTerminal: on a terminal, get and list show a hostile
+// Thing name escaped as %q does, so that none of its control characters
+// reaches the terminal; the terminal receives no escape sequence at all.
+func TestTableIsSafeOnTerminal(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "lamp-1", Name: hostile, Model: "L\x1b[31m-1", FirmwareVersion: "1"}})
+	env := setEnv(toolEnv(srv), "TERM=xterm-256color")
+	for _, args := range [][]string{{"things", "get", "lamp-1"}, {"things", "list"}} {
+		r := runPTY(t, bin, env, 200, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d:\n%s", args, r.code, r.screen)
+		}
+		if i := strings.IndexFunc(r.screen, func(c rune) bool {
+			return c < 0x20 && c != '\r' && c != '\n' || c == 0x7f || c >= 0x80 && c < 0xa0 || c == '\u202e'
+		}); i >= 0 {
+			t.Errorf("%v: the terminal received a control character raw at %d:\n%q", args, i, r.screen)
+		}
+		for _, want := range []string{strconv.Quote(hostile), `"L\x1b[31m-1"`} {
+			if !strings.Contains(r.screen, want) {
+				t.Errorf("%v: the terminal does not show %s:\n%s", args, want, r.screen)
+			}
+		}
+	}
+}
+
+// TestMachineFormatsAreExact: json, jsonl and csv keep the hostile name
+// exact: decoding them gives it back byte for byte.
+func TestMachineFormatsAreExact(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "lamp-1", Name: hostile, Model: "L-1", FirmwareVersion: "1"}})
+	env := toolEnv(srv)
+	for _, f := range []string{"json", "jsonl"} {
+		r := runTool(t, bin, env, "", "things", "get", "lamp-1", "-o", f)
+		var thing management.Thing
+		if err := json.Unmarshal([]byte(r.stdout), &thing); err != nil || thing.Name != hostile {
+			t.Errorf("-o %s: name %q (%v), want it exact:\n%s", f, thing.Name, err, r.stdout)
+		}
+	}
+	r := runTool(t, bin, env, "", "things", "list", "-o", "csv")
+	rows, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	if err != nil || len(rows) != 2 || rows[1][1] != hostile {
+		t.Errorf("-o csv: %q (%v), want the name exact", rows, err)
+	}
+}
+
+// TestProgressOnlyWhereItCanShow: the export's bar is drawn on a terminal
+// that can move its cursor, keeps its spacing in 30 columns without
+// overflowing them, and is not drawn with TERM=dumb or --no-progress
+// (only the summary is). No colour is ever drawn, with or without
+// NO_COLOR.
+func TestProgressOnlyWhereItCanShow(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 3000)
+	export := func(term string, cols uint16, extra ...string) string {
+		t.Helper()
+		srv.DelayNext(managementtest.RouteListUsers, 6, 60*time.Millisecond) // the bar is drawn a few times
+		env := setEnv(toolEnv(srv), "TERM="+term, "NO_COLOR=1")
+		r := runPTY(t, bin, env, cols, append([]string{"users", "export", "--out", filepath.Join(t.TempDir(), "u.jsonl")}, extra...)...)
+		if r.code != 0 {
+			t.Fatalf("exit %d:\n%s", r.code, r.screen)
+		}
+		if !strings.Contains(r.screen, "Exported 3000 Users to ") {
+			t.Errorf("no summary:\n%q", r.screen)
+		}
+		if sgr := regexp.MustCompile(`\x1b\[[0-9;]*m`).FindString(r.screen); sgr != "" {
+			t.Errorf("colour %q drawn:\n%q", sgr, r.screen)
+		}
+		return r.screen
+	}
+
+	narrow := export("xterm-256color", 30)
+	bars := regexp.MustCompile(`Exporting \S \d+ Users`).FindAllString(narrow, -1)
+	if len(bars) < 2 {
+		t.Errorf("30 columns: the bar is not drawn, or not updated, with its spacing:\n%q", narrow)
+	}
+	for _, line := range strings.Split(regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`).ReplaceAllString(narrow, ""), "\r\n") {
+		if strings.HasPrefix(line, "Exporting") && utf8.RuneCountInString(line) > 30 {
+			t.Errorf("30 columns: a bar line is %d columns: %q", utf8.RuneCountInString(line), line)
+		}
+	}
+	for _, c := range []struct {
+		term  string
+		extra []string
+	}{{"dumb", nil}, {"xterm-256color", []string{"--no-progress"}}} {
+		if got := export(c.term, 100, c.extra...); strings.Contains(got, "Exporting") || strings.Contains(got, "\x1b") {
+			t.Errorf("TERM=%s %v: a bar was drawn:\n%q", c.term, c.extra, got)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package management
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// The lease on the fleet's token.
+const (
+	// tokenLease bounds how long one replica may hold the lease on
+	// refreshing the fleet's token; past it, another replica takes over.
+	tokenLease = 10 * time.Second
+	// shortLeaseWait is how long a replica that needs a token now (its own
+	// has expired, or expires before a lease would lapse) waits for
+	// another replica's refresh before it fetches its own: a lease left by
+	// a replica that died, or held on purpose, costs the fleet a token
+	// request per replica, never a failed call.
+	shortLeaseWait = time.Second
+)
+
+// sharedTokens keeps the fleet's management token in a SharedStore, sealed,
+// so that the replicas of a service make one token request per token
+// lifetime. The replica that needs a new token takes the lease, fetches and
+// stores it; the others read it. A store that fails or is slow never fails a
+// call: the replica fetches on its own. sharedVerdicts is its twin for
+// verdicts on End User tokens.
+type sharedTokens struct {
+	store *sharedStore
+	cache *tokenCache // whose current token tells how long to wait for another replica
+}
+
+// storedToken is a token as sealed in the store.
+type storedToken struct {
+	AccessToken string    `json:"access_token"`
+	TokenType   string    `json:"token_type"`
+	Expiry      time.Time `json:"expiry"`
+	RefreshAt   time.Time `json:"refresh_at"`
+}
+
+// fetchFunc fetches a new token from the token endpoint and says when it is
+// due for refresh.
+type fetchFunc func(context.Context) (*Token, time.Time, error)
+
+// token returns a token for this replica: the stored one when it is not
+// due for refresh and is not refused (the access token the service has just
+// refused with 401, "" for none); otherwise one this replica fetches under
+// the lease and stores, or one another replica stores while this one waits
+// (see patience); failing all that, one it fetches on its own.
+func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
+	l := lease{store: s.store, key: s.store.seal.tokenLeaseKey(), ttl: tokenLease, patience: s.patience(ctx)}
+	got, found, unlock := awaitLease(ctx, l, func() (storedToken, bool, error) { return s.read(ctx, refused) })
+	if found {
+		return &Token{AccessToken: got.AccessToken, TokenType: got.TokenType, Expiry: got.Expiry}, got.RefreshAt, nil
+	}
+	if unlock == nil {
+		unlock = func() {}
+	}
+	if err := ctx.Err(); err != nil {
+		unlock()
+		return nil, time.Time{}, err
+	}
+	tok, refreshAt, err := fetch(ctx)
+	if err != nil {
+		unlock()
+		return nil, time.Time{}, err
+	}
+	// The token is stored, then the lease released, while the callers
+	// go on with it: a slow store delays no one.
+	go func() {
+		defer unlock()
+		s.put(context.WithoutCancel(ctx), storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
+	}()
+	return tok, refreshAt, nil
+}
+
+// patience is how long this replica waits for another's refresh: the
+// lease's lifetime while its own token outlives that, so that its callers
+// are served meanwhile; otherwise shortLeaseWait, and never past its own
+// token's expiry (its callers would then wait), nor, once it has expired,
+// more than half the time the caller that needed the token has left.
+func (s *sharedTokens) patience(ctx context.Context) time.Duration {
+	s.cache.mu.Lock()
+	tok := s.cache.tok
+	s.cache.mu.Unlock()
+	if tok != nil {
+		switch left := time.Until(tok.Expiry); {
+		case left > tokenLease:
+			return tokenLease
+		case left > 0:
+			return min(left, shortLeaseWait)
+		}
+	}
+	return callerPatience(ctx, shortLeaseWait)
+}
+
+// read returns the stored token if it opens, is well formed, is not due
+// for refresh and is not refused. A value that does not open is ignored:
+// the lease's holder replaces it. A store that fails is an error, not an
+// absent token.
+func (s *sharedTokens) read(ctx context.Context, refused string) (storedToken, bool, error) {
+	plain, err := s.store.open(ctx, s.store.seal.tokenKey())
+	var st storedToken
+	switch {
+	case err != nil || plain == nil:
+		return st, false, err
+	case json.Unmarshal(plain, &st) != nil,
+		(&Token{AccessToken: st.AccessToken, TokenType: st.TokenType}).check("access_token", "token_type") != nil,
+		st.AccessToken == refused || !time.Now().Before(st.RefreshAt):
+		return storedToken{}, false, nil
+	}
+	return st, true, nil
+}
+
+// put stores st until the token expires.
+func (s *sharedTokens) put(ctx context.Context, st storedToken) {
+	if ttl := time.Until(st.Expiry); ttl > 0 {
+		plain, _ := json.Marshal(st) // strings and times always encode
+		s.store.put(ctx, s.store.seal.tokenKey(), plain, ttl)
+	}
+}

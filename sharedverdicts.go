@@ -1,0 +1,147 @@
+package management
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+)
+
+// sharedVerdicts keeps the Authenticator's verdicts on End User tokens in
+// its SharedStore, sealed, behind the in-process cache, so that the
+// replicas of a service ask the service once per token per CacheTTL. The
+// replica that needs a verdict takes the token's lease, asks the service and
+// stores the verdict; the others read it. A store that fails or is slow
+// never fails a check and is never a verdict: the replica asks on its own.
+// It is sharedTokens' twin; a nil *sharedVerdicts (no store) does nothing.
+type sharedVerdicts struct {
+	store   *sharedStore
+	cache   *verdictCache // turns a stored answer into a verdict
+	timeout time.Duration // Authenticator.Timeout, as applied
+}
+
+// storedVerdict is a verdict as sealed in the store: the service's answer,
+// and when the verdict expires.
+type storedVerdict struct {
+	Auth    EndUserAuthentication `json:"auth"`
+	Expires time.Time             `json:"expires"`
+}
+
+// How Forget holds for the whole fleet, with a store that has no
+// compare-and-set: the verdicts on an End User token are stored under the
+// token's epoch, a random value that Forget replaces. A check reads the
+// epoch before it asks the service and stores the verdict under that
+// epoch; a check on another replica whose answer lands after Forget thus
+// writes under an epoch no one reads any more. The epoch lives long enough
+// (epochTTL) that every verdict stored under an earlier one has expired
+// before readers could fall back to the key without an epoch.
+
+// epochLen is the length of an epoch as stored: 12 random bytes, base64url.
+const epochLen = 16
+
+const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// errForeignEpoch is a token's epoch in the store that this SDK did not
+// write: the check goes on without the store rather than trust it.
+var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign shape")
+
+// await returns the verdict on header from the store, waiting while another
+// replica holds the token's lease and asks the service (see lease). It
+// returns found false when this replica must ask the service itself, with
+// the slot to put its verdict in ("" when the store failed: the verdict is
+// then not stored). A lease it took is released when ctx ends (the check's
+// call is bounded by Authenticator.Timeout), or lapses by itself.
+func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, slot string, found bool) {
+	if s == nil {
+		return authVerdict{}, "", false
+	}
+	slot, err := s.slot(ctx, s.store.seal.verdictKey(header))
+	if err != nil {
+		return authVerdict{}, "", false
+	}
+	l := lease{store: s.store, key: slot + ":lease", ttl: verdictLease, patience: callerPatience(ctx, verdictLease)}
+	v, found, unlock := awaitLease(ctx, l, func() (authVerdict, bool, error) { return s.read(ctx, slot, header) })
+	if unlock != nil {
+		context.AfterFunc(ctx, unlock)
+	}
+	return v, slot, found
+}
+
+// slot returns the key the verdict on a token lives under now: the stem
+// (see sealer.verdictKey), or the stem and the epoch Forget set.
+func (s *sharedVerdicts) slot(ctx context.Context, stem string) (string, error) {
+	epoch, err := s.store.get(ctx, stem+":epoch")
+	switch {
+	case err != nil:
+		return "", err
+	case epoch == nil:
+		return stem, nil
+	case len(epoch) != epochLen || strings.Trim(string(epoch), base64URLAlphabet) != "":
+		s.store.note(ctx, errForeignEpoch)
+		return "", errForeignEpoch
+	}
+	return stem + ":e" + string(epoch), nil
+}
+
+// read returns the verdict on header stored in slot. A value that does
+// not open (forged, foreign, corrupt, sealed under a rotated secret or
+// another epoch) or has expired reads as absent; a failing store is an
+// error.
+func (s *sharedVerdicts) read(ctx context.Context, slot, header string) (authVerdict, bool, error) {
+	plain, err := s.store.open(ctx, slot)
+	var sv storedVerdict
+	switch {
+	case err != nil || plain == nil:
+		return authVerdict{}, false, err
+	case json.Unmarshal(plain, &sv) != nil:
+		return authVerdict{}, false, nil
+	}
+	now := time.Now()
+	if !now.Before(sv.Expires) {
+		return authVerdict{}, false, nil
+	}
+	v := s.cache.verdict(&sv.Auth, header, now)
+	v.expires = minTime(v.expires, sv.Expires)
+	return v, true, nil
+}
+
+// put stores the service's answer in slot until expires.
+func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuthentication, expires time.Time) {
+	ttl := time.Until(expires)
+	if s == nil || slot == "" || ttl <= 0 {
+		return
+	}
+	plain, err := json.Marshal(storedVerdict{Auth: *auth, Expires: expires})
+	if err != nil {
+		return
+	}
+	s.store.put(ctx, slot, plain, ttl)
+}
+
+// drop makes the fleet forget the verdict on header: a new epoch, so that
+// no verdict stored under an earlier one is read again, even one written
+// after this (see slot); and, should the store refuse it, the verdict
+// without an epoch deleted. The key of the layout before hash tags is
+// deleted too, for replicas not yet upgraded.
+func (s *sharedVerdicts) drop(ctx context.Context, header string) {
+	if s == nil {
+		return
+	}
+	stem := s.store.seal.verdictKey(header)
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	s.store.set(ctx, stem+":epoch", base64.RawURLEncoding.AppendEncode(nil, b[:]), s.epochTTL())
+	s.store.delete(ctx, stem)
+	s.store.delete(ctx, s.store.seal.legacyVerdictKey(header))
+}
+
+// epochTTL is how long an epoch set by Forget lives: longer than a check
+// that read the previous epoch may still write under it (its call, bounded
+// by Timeout) plus the life of what it writes (CacheTTL at most), with as
+// much again to spare. Every replica must have the same CacheTTL.
+func (s *sharedVerdicts) epochTTL() time.Duration {
+	return 2*max(s.cache.validTTL, 0) + s.timeout
+}
