@@ -21,7 +21,7 @@ var allowedLicences = []string{"Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "MI
 const minCoverage = 75
 
 // licenceFile matches the names of the files that hold a module's licence.
-var licenceFile = regexp.MustCompile(`(?i)^(LICEN[CS]E|COPYING|UNLICENSE)([-._].*)?$`)
+var licenceFile = regexp.MustCompile(`(?i)^(LICEN[CS]E|COPYING|UNLICENSE)(\.(txt|md|markdown|rst)|-[\w.-]+)?$`)
 
 // licences checks the repository's own LICENSE (Apache-2.0) and the
 // licence of every module that provides a package to a build or a test of

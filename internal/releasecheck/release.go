@@ -563,9 +563,9 @@ func checkInstall(rel *repo, c installCmd, dir string, env []string) error {
 }
 
 // versionWord reports whether out holds version as a word of its own
-// (v0.1.0 not in v0.1.01).
+// (v0.1.0 is not in v0.1.01 nor in v0.1.0-rc.1).
 func versionWord(out, version string) bool {
-	return regexp.MustCompile(`(^|[^\w.])` + regexp.QuoteMeta(version) + `($|[^\w.])`).MatchString(out)
+	return regexp.MustCompile(`(^|[^\w.])` + regexp.QuoteMeta(version) + `($|[^\w.+-])`).MatchString(out)
 }
 
 // indent prefixes every line of s with prefix.
