@@ -153,28 +153,37 @@ func moduleAPI(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Skipf("the go command is needed to list the API: %v", err)
 	}
-	cmd := exec.Command(goTool, "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}\t{{.Name}}\t{{with .Module}}{{.Path}}{{end}}\t{{len .GoFiles}}", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -export in %s: %v\n%s", dir, err, stderr.Bytes())
+	goList := func(args ...string) [][]string {
+		cmd := exec.Command(goTool, append([]string{"list"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.Bytes())
+		}
+		var rows [][]string
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			rows = append(rows, strings.Split(sc.Text(), "\t"))
+		}
+		return rows
+	}
+	var libs []string
+	for _, f := range goList("-f", "{{.ImportPath}}\t{{.Name}}\t{{len .GoFiles}}", "./...") {
+		// A directory of tests alone (examples/nginx) is no package to import.
+		if len(f) == 3 && f[1] != "main" && f[2] != "0" && !slices.Contains(strings.Split(f[0], "/"), "internal") {
+			libs = append(libs, f[0])
+		}
+	}
+	if len(libs) == 0 {
+		return nil // a command's module
 	}
 	exports := map[string]string{}
-	var libs []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 5 {
-			t.Fatalf("go list printed %q", sc.Text())
-		}
-		path, export, name, module := f[0], f[1], f[2], f[3]
-		exports[path] = export
-		// A directory of tests alone (examples/nginx) is no package to import.
-		if strings.HasPrefix(module, modulePath) && name != "main" && f[4] != "0" && !slices.Contains(strings.Split(path, "/"), "internal") {
-			libs = append(libs, path)
+	for _, f := range goList(append([]string{"-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, libs...)...) {
+		if len(f) == 2 {
+			exports[f[0]] = f[1]
 		}
 	}
 	fset := token.NewFileSet()
