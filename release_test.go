@@ -138,3 +138,29 @@ func TestUnreleasedSection(t *testing.T) {
 		}
 	}
 }
+
+// The command-line tool's toolchain line names the Go release CI runs
+// govulncheck under (.ci/run's newest_go), so that `go install` users build
+// it with a release that has no advisory in the code it calls.
+func TestToolchainIsCIsNewestGo(t *testing.T) {
+	root := checkoutRoot(t)
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Skipf("no .ci/run: %v", err)
+	}
+	m := regexp.MustCompile(`(?m)^newest_go=(go\S+)`).FindSubmatch(ci)
+	if m == nil {
+		t.Fatal(".ci/run sets no newest_go=goX.Y.Z")
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "cmd", "management", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := "none"
+	if tc := regexp.MustCompile(`(?m)^toolchain\s+(\S+)`).FindSubmatch(gomod); tc != nil {
+		got = string(tc[1])
+	}
+	if got != string(m[1]) {
+		t.Errorf("cmd/management/go.mod's toolchain is %s; want %s, the Go release .ci/run checks with", got, m[1])
+	}
+}
