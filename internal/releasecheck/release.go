@@ -26,7 +26,7 @@ import (
 // pack it (x/mod/zip's CreateFromVCS, the repository's LICENSE included),
 // and runs every `go get` and `go install` command the READMEs document
 // against that proxy with an empty module cache: each library in a fresh
-// module with a program that uses it (go mod tidy, build, vet, run), the
+// module with a program that uses it (build, vet, run), the
 // command-line tool into an empty GOBIN (its version command).
 //
 // It runs offline: the proxy is the local one, then the download cache of
@@ -490,7 +490,10 @@ func checkGet(rel *repo, c installCmd, dir string, env []string, seed string) er
 		return err
 	}
 	exe := filepath.Join(dir, "user.exe")
-	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", exe, "."}, {"vet", "./..."}} {
+	// No go mod tidy: it wants the modules that the tests of dependencies
+	// import, which a build never downloads. go get has required every
+	// module the program's packages come from.
+	for _, args := range [][]string{{"build", "-o", exe, "."}, {"vet", "./..."}} {
 		if _, err := command(dir, env, "go", args...); err != nil {
 			return err
 		}
@@ -503,7 +506,7 @@ func checkGet(rel *repo, c installCmd, dir string, env []string, seed string) er
 	if strings.TrimSpace(out) != want {
 		return fmt.Errorf("the program printed %q; want %q", strings.TrimSpace(out), want)
 	}
-	fmt.Printf("%s: %s %s; go mod tidy, build, vet and a program that uses it: ok (%s)\n", c.line, c.module.path, rel.version, want)
+	fmt.Printf("%s: %s %s; built, vetted and ran a program that uses it (%s)\n", c.line, c.module.path, rel.version, want)
 	return nil
 }
 
