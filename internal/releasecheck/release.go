@@ -320,7 +320,8 @@ func userEnv(tmp, proxy string) ([]string, error) {
 		"GOPROXY=file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(strings.TrimSpace(warm), "cache", "download")),
 		"GONOSUMDB=" + rootPath, // never GOPRIVATE: it would send the go command to the repository itself
 		"GOPRIVATE=", "GONOPROXY=", "GOINSECURE=",
-		"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -modcacherw -trimpath"),
+		// Not -trimpath: it would compile the standard library once more.
+		"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -modcacherw"),
 		"GOWORK=off",
 		"GOTOOLCHAIN=local",
 		"GOBIN=" + filepath.Join(tmp, "bin"),
