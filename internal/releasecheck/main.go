@@ -9,7 +9,8 @@
 //	releasecheck licences  check the licence of every dependency against an allow-list
 //
 // Every subcommand takes -repo, the repository's root (by default the
-// working directory's git top level).
+// working directory's git top level). With RELEASECHECK_TRACE=1 in the
+// environment, each command it runs is printed with its duration.
 package main
 
 import (
