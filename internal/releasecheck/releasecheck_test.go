@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/sumdb/dirhash"
 )
 
 // writeFiles writes files (path relative to dir: content) under dir.
@@ -402,5 +403,59 @@ func TestVersionWord(t *testing.T) {
 		if got := versionWord(out, "v0.1.0"); got != want {
 			t.Errorf("versionWord(%q) = %v; want %v", out, got, want)
 		}
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	dir := t.TempDir()
+	gitRepo(t, dir, map[string]string{
+		"go.mod":    "module " + rootPath + "\n\ngo 1.26.0\n",
+		"LICENSE":   "the licence\n",
+		"config.go": "package management\n\nconst Version = \"0.4.0\"\n",
+		"otel/go.mod": "module " + rootPath + "/otel\n\ngo 1.26.0\n\nrequire " + rootPath + " v0.4.0\n\n" +
+			"replace " + rootPath + " => ../\n",
+	})
+	writeFiles(t, dir, map[string]string{"notes.txt": "not committed\n"})
+	if err := prepare([]string{"-repo", dir}); err == nil || !strings.Contains(err.Error(), "the working tree has changes") {
+		t.Errorf("prepare on a working tree with changes: %v; want a refusal", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepare([]string{"-repo", dir}); err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(dir, "otel", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(gomod), "replace") || !strings.Contains(string(gomod), "require "+rootPath+" v0.4.0") {
+		t.Errorf("otel/go.mod after prepare:\n%s\nwant the root required at v0.4.0 and no replace", gomod)
+	}
+
+	// The go.sum lines are the checksums of the root as the proxy serves it.
+	r, err := openRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := t.TempDir()
+	if _, err := packModule(r, r.modules[0], proxy, []byte("the licence\n")); err != nil {
+		t.Fatal(err)
+	}
+	zipHash, err := dirhash.HashZip(filepath.Join(proxy, "github.com", "serviceconnect", "management", "@v", "v0.4.0.zip"), dirhash.Hash1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modHash, err := goModHash([]byte("module " + rootPath + "\n\ngo 1.26.0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, "otel", "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rootPath + " v0.4.0 " + zipHash + "\n" + rootPath + " v0.4.0/go.mod " + modHash + "\n"
+	if string(sum) != want {
+		t.Errorf("otel/go.sum = %q; want %q", sum, want)
 	}
 }
