@@ -2,13 +2,15 @@ module github.com/serviceconnect/management/cmd/management
 
 go 1.26.0
 
+toolchain go1.27.4
+
 replace github.com/serviceconnect/management => ../..
 
 require (
 	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
 	github.com/itchyny/gojq v0.12.20
-	github.com/serviceconnect/management v0.0.0
+	github.com/serviceconnect/management v0.1.0
 	github.com/spf13/cobra v1.10.2
 	github.com/vbauerster/cupwriter v0.0.4
 	github.com/vbauerster/mpb/v8 v8.15.0
