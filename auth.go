@@ -435,40 +435,74 @@ const grantBody = `{"grant_type":"client_credentials"}`
 // basicAuth. It differs from Client.do in three ways: its credentials, its
 // error shape (checkTokenResponse) and no replay after a 401. An answer that
 // is not a token the client can send is a *DecodeError, so that it is never
-// cached.
-func (c *Client) requestToken(ctx context.Context, basicAuth string) (*Token, time.Duration, error) {
+// cached. Its error is redacted before anyone sees it, the Observer first.
+func (c *Client) requestToken(ctx context.Context, basicAuth string) (tok *Token, lifetime time.Duration, err error) {
 	req := c.newRequest(http.MethodPost, "/auth/token", "", []byte(grantBody)).named("/auth/token")
 	req.secret = true
 	ctx, op := c.startOperation(ctx, req)
-	status, tok, lifetime, err := c.fetchToken(ctx, req, basicAuth)
-	err = c.redactor(req, nil).error(err) // before anyone sees it, the Observer first
-	c.endOperation(ctx, op, req, status, err)
-	return tok, lifetime, err
-}
-
-// fetchToken is requestToken without the Observer; it also returns the
-// final status (0 when no answer came).
-func (c *Client) fetchToken(ctx context.Context, req *request, basicAuth string) (int, *Token, time.Duration, error) {
-	resp, _, err := c.send(ctx, req, basicAuth, nil)
+	status := 0
+	defer func() { c.endOperation(ctx, op, req, status, err) }()
+	redact := c.redactor(req, nil).error
+	resp, _, err := c.send(ctx, req, basic(basicAuth), ResendNone)
 	if err != nil {
-		return 0, nil, 0, err
+		return nil, 0, redact(err)
 	}
+	status = resp.StatusCode
 	if err := checkTokenResponse(req, resp); err != nil {
-		return resp.StatusCode, nil, 0, err
+		return nil, 0, redact(err)
 	}
 	var tr *tokenResponse
 	if err := c.decode(req, resp, &tr); err != nil {
-		return resp.StatusCode, nil, 0, err
+		return nil, 0, redact(err)
 	}
 	received := time.Now()
 	if err := tr.check(); err != nil {
-		return resp.StatusCode, nil, 0, &DecodeError{Method: req.method, Path: req.path, StatusCode: resp.StatusCode, Err: err}
+		return nil, 0, redact(&DecodeError{Method: req.method, Path: req.path, StatusCode: status, Err: err})
 	}
 	// A lifetime beyond a day is treated as a day: time.Duration would
 	// overflow for absurd values, and a refresh a day costs nothing.
-	lifetime := time.Duration(min(tr.ExpiresIn, maxTokenLifetime)) * time.Second
-	return resp.StatusCode, &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
+	lifetime = time.Duration(min(tr.ExpiresIn, maxTokenLifetime)) * time.Second
+	return &Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType, Expiry: received.Add(lifetime)}, lifetime, nil
 }
+
+// An authorizer gives each HTTP request its Authorization header: read
+// for every attempt, so that a retry carries the token the source holds
+// by then.
+type authorizer interface {
+	// authorize returns the header value and the management token it
+	// carries (nil for the client credentials).
+	authorize(ctx context.Context) (string, *Token, error)
+}
+
+// bearer authorizes a request of the API with the management token. It
+// keeps the header of the token it last gave, so that the header is built
+// once per token rather than once per request; it compares the token's
+// fields, not its pointer, as a TokenSource may change a Token in place.
+type bearer struct {
+	tokens TokenSource
+	last   atomic.Pointer[bearerHeader]
+}
+
+// bearerHeader is the Authorization header value of a token.
+type bearerHeader struct{ access, typ, value string }
+
+func (b *bearer) authorize(ctx context.Context) (string, *Token, error) {
+	tok, err := b.tokens.Token(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if h := b.last.Load(); h != nil && h.access == tok.AccessToken && h.typ == tok.TokenType {
+		return h.value, tok, nil
+	}
+	h := &bearerHeader{access: tok.AccessToken, typ: tok.TokenType, value: tok.header()}
+	b.last.Store(h)
+	return h.value, tok, nil
+}
+
+// basic authorizes the token request with the client credentials.
+type basic string
+
+func (b basic) authorize(context.Context) (string, *Token, error) { return string(b), nil, nil }
 
 // checkTokenResponse maps an answer of the token endpoint that is not a
 // 2xx: its OAuth 2.0 shape to a *TokenError; a 429 or 5xx without it to an
@@ -495,6 +529,3 @@ func checkTokenResponse(req *request, resp *http.Response) error {
 		return &TokenError{StatusCode: status, BodyLength: int64(len(body)), Header: header, RequestID: requestID}
 	}
 }
-
-// Format describes c without its credentials or tokens, whatever the verb.
-func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }

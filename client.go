@@ -1,7 +1,7 @@
 package management
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,10 +26,12 @@ type Client struct {
 	Things *ThingsService
 
 	base        *url.URL // Config.BaseURL, parsed
+	port        int      // the port of base, made explicit (443 for https)
 	baseURL     string   // scheme://host[:port][/path], no trailing slash
 	basePath    string   // the path of baseURL, for checking next_page links
 	prefix      string
 	tokens      TokenSource
+	bearer      bearer                          // gives each request of the API the token tokens holds then
 	invalidator interface{ Invalidate(*Token) } // nil when tokens cannot drop a refused token
 	httpClient  *http.Client
 	logger      *slog.Logger
@@ -39,7 +42,7 @@ type Client struct {
 	unsetMarker string
 	maxBody     int64
 	userAgent   string
-	pauses      routePauses // routes the service asked to slow down (see pause.go)
+	pauses      routePauses // routes the service asked to slow down (see retry.go)
 	deprecated  sync.Map    // routeKey → struct{}: routes whose deprecation was logged
 
 	// creds are the client credentials as an answer may echo them: the
@@ -76,32 +79,28 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.PathPrefix != "" && (!strings.HasPrefix(cfg.PathPrefix, "/") || strings.ContainsAny(cfg.PathPrefix, "?#")) {
 		return nil, errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
 	}
+	d := cfg.withDefaults() // what the Client uses: the defaults are written there, once
 	c := &Client{
 		base:        base,
 		baseURL:     strings.TrimSuffix(base.String(), "/"),
 		basePath:    strings.TrimSuffix(base.EscapedPath(), "/"),
-		prefix:      strings.TrimSuffix(cmp.Or(cfg.PathPrefix, defaultPathPrefix), "/"),
+		prefix:      strings.TrimSuffix(d.PathPrefix, "/"),
 		httpClient:  withoutRedirects(cfg.HTTPClient),
 		logger:      cfg.Logger,
 		observer:    cfg.Observer,
-		maxRetries:  cfg.MaxRetries,
-		waitMin:     cmp.Or(cfg.RetryWaitMin, defaultRetryWaitMin),
-		waitMax:     cmp.Or(cfg.RetryWaitMax, defaultRetryWaitMax),
-		unsetMarker: cmp.Or(cfg.UnsetMarker, defaultUnsetMarker),
-		maxBody:     cmp.Or(cfg.MaxResponseBytes, defaultMaxResponseBytes),
+		maxRetries:  d.MaxRetries,
+		waitMin:     d.RetryWaitMin,
+		waitMax:     d.RetryWaitMax,
+		unsetMarker: d.UnsetMarker,
+		maxBody:     d.MaxResponseBytes,
+		userAgent:   strings.TrimSpace(cfg.UserAgent + " management-go/" + Version),
 	}
+	c.port, _ = strconv.Atoi(explicitPort(base))
 	if err := c.checkBaseWithoutPrefix(); err != nil {
 		return nil, err
 	}
-	c.userAgent = strings.TrimSpace(cfg.UserAgent + " management-go/" + Version)
 	if c.waitMin > c.waitMax {
 		return nil, errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
-	}
-	switch {
-	case cfg.MaxRetries == 0:
-		c.maxRetries = defaultMaxRetries
-	case cfg.MaxRetries < 0:
-		c.maxRetries = 0
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -114,12 +113,21 @@ func NewClient(cfg Config) (*Client, error) {
 		c.tokens, c.invalidator = cache, cache
 		c.creds = append([]string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret}, authForms(cache.auth)...)
 	}
+	c.bearer.tokens = c.tokens
 	if err := c.setSharedStore(cfg); err != nil {
 		return nil, err
 	}
 	c.Users = &UsersService{client: c}
 	c.Things = &ThingsService{client: c}
 	return c, nil
+}
+
+// newTransport returns a transport with its own pool, sized for an SDK that
+// many goroutines share (net/http keeps only 2 idle connections per host).
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
 }
 
 // String describes c without its credentials or tokens.
@@ -130,16 +138,22 @@ func (c *Client) String() string {
 // GoString is String, so that %#v shows no credentials either.
 func (c *Client) GoString() string { return c.String() }
 
-// The request path. A call of the API goes, top to bottom:
+// Format describes c without its credentials or tokens, whatever the verb.
+func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
+
+// The request path. Every call of the API reads top to bottom, in this file:
 //
-//	UsersService.Get          builds the request with newRequest
-//	Client.do                 attaches the management token, replays once after a 401
-//	Client.send (retry.go)    one exchange through the retry policy
-//	checkResponse             maps a non-2xx answer to an error
-//	decode                    reads and checks a 2xx body
+//	UsersService.Get (users.go)  checks the id (path.go), builds the request: newRequest
+//	Client.do                    the operation: starts it, ends it (deferred), replays once after a 401
+//	Client.send                  the HTTP requests, with their retries: each gets the token
+//	                             (auth.go), waits its route's pause and its backoff (retry.go),
+//	                             and is an attempt between Observer.AttemptStart and AttemptDone
+//	checkResponse                maps a non-2xx answer to an error
+//	Client.decode                reads and checks a 2xx body
 //
-// The token endpoint (auth.go) shares newRequest, send and decode, and has
-// its own credentials, error shape and no replay.
+// The token request (requestToken, auth.go) goes through newRequest, send
+// and decode too, with the client credentials, its own response check and
+// no replay. The HTTPClient below follows no redirect (redirect.go).
 
 // request is one request of the API, built by newRequest or linkRequest.
 type request struct {
@@ -156,15 +170,22 @@ type request struct {
 	credential string
 
 	// For an Observer: the route template and its parameters' raw values
-	// (set with named), and what the exchanges counted.
+	// (set with named), and what the attempts counted.
 	route    string
 	values   [maxPathValues]string
 	attempts int
 	waited   time.Duration
+
+	// answer reads the 2xx body decode reads: held here, as the request
+	// is allocated anyway.
+	answer limitedBody
 }
 
+// maxPathValues is the most parameters a route of the API has.
+const maxPathValues = 2
+
 // newRequest builds a request for path (below the prefix, segments
-// escaped) with an encoded query ("" for none) and a JSON body.
+// escaped by pathSegment) with an encoded query ("" for none) and a JSON body.
 func (c *Client) newRequest(method, path, query string, body []byte) *request {
 	u := c.baseURL + c.prefix + path
 	if query != "" {
@@ -183,69 +204,32 @@ func (c *Client) linkRequest(link string) *request {
 	return &request{method: http.MethodGet, url: c.baseURL + link, path: p}
 }
 
+// named sets the route template of req and the raw values of its
+// parameters, in order, and returns req. The values are kept in an array
+// so that naming costs no allocation when nothing observes.
+func (req *request) named(route string, values ...string) *request {
+	req.route = route
+	copy(req.values[:], values)
+	return req
+}
+
 // do sends req with the management token and decodes a 2xx answer into out
 // (nil: the body is read and dropped). When the service refuses the token
 // with 401, do drops it and replays req once with a fresh one. It returns
-// the final status.
-func (c *Client) do(ctx context.Context, req *request, out any) (int, error) {
+// the final status. Every error it returns has passed the redactor of the
+// attempt it comes from, before the Observer sees it.
+func (c *Client) do(ctx context.Context, req *request, out any) (status int, err error) {
 	if c == nil || c.tokens == nil {
 		return 0, errNotNewClient
 	}
 	ctx, op := c.startOperation(ctx, req)
-	status, err := c.replaying(ctx, req, out)
-	c.endOperation(ctx, op, req, status, err)
-	return status, err
-}
-
-// errNotNewClient is the answer of a Client that NewClient did not make
-// (a zero Client, a nil *Client): it has no credentials to send.
-var errNotNewClient = errorf("%w: the Client was not made by NewClient; use NewClient", ErrInvalidArgument)
-
-// notNewClient is the panic of a service of a Client that NewClient did
-// not make: a zero Client's Users and Things are nil, and have no Client.
-const notNewClient = "management: Client.Users or Client.Things of a Client not made by NewClient; use NewClient"
-
-// c returns the Client of s, or panics with notNewClient.
-func (s *UsersService) c() *Client {
-	if s == nil || s.client == nil {
-		panic(notNewClient)
-	}
-	return s.client
-}
-
-// c returns the Client of s, or panics with notNewClient.
-func (s *ThingsService) c() *Client {
-	if s == nil || s.client == nil {
-		panic(notNewClient)
-	}
-	return s.client
-}
-
-// redactor is the redactor of an answer to req got by an attempt that
-// carried tok (nil for none): the client credentials, tok, and the End
-// User's credential req checks. It is built only once an error is.
-func (c *Client) redactor(req *request, tok *Token) *redactor {
-	creds := make([]string, 0, len(c.creds)+4)
-	creds = append(creds, c.creds...)
-	if tok != nil {
-		creds = append(creds, tok.header(), tok.AccessToken)
-	}
-	return newRedactor(append(creds, authForms(req.credential)...)...)
-}
-
-// replaying is do without the Observer. Every error it returns has passed
-// the redactor of the attempt it comes from.
-func (c *Client) replaying(ctx context.Context, req *request, out any) (int, error) {
-	for replay := true; ; replay = false {
-		tok, err := c.tokens.Token(ctx)
+	defer func() { c.endOperation(ctx, op, req, status, err) }()
+	for why := ResendNone; ; why = ResendReplay {
+		resp, used, err := c.send(ctx, req, &c.bearer, why)
 		if err != nil {
-			return 0, c.redactor(req, nil).error(err)
+			return 0, c.redactor(req, used).error(err)
 		}
-		resp, used, err := c.send(ctx, req, tok.header(), tok)
-		if err != nil {
-			return 0, c.redactor(req, cmp.Or(used, tok)).error(err)
-		}
-		if resp.StatusCode == http.StatusUnauthorized && replay && c.invalidator != nil {
+		if resp.StatusCode == http.StatusUnauthorized && why != ResendReplay && c.invalidator != nil {
 			discard(resp.Body)
 			c.invalidator.Invalidate(used)
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "management: token refused, replaying with a new token",
@@ -259,6 +243,193 @@ func (c *Client) replaying(ctx context.Context, req *request, out any) (int, err
 			return resp.StatusCode, c.redactor(req, used).error(err)
 		}
 		return resp.StatusCode, nil
+	}
+}
+
+// startOperation calls the OperationStart hook of c's Observer for req
+// and returns the context the operation runs with, and the Operation to
+// end it with (nil when no hook wants it: endOperation then does nothing).
+func (c *Client) startOperation(ctx context.Context, req *request) (context.Context, *Operation) {
+	obs := c.observer
+	if obs == nil || (obs.OperationStart == nil && obs.OperationDone == nil) {
+		return ctx, nil
+	}
+	op := req.operation()
+	if obs.OperationStart != nil {
+		if octx := obs.OperationStart(ctx, op); octx != nil {
+			ctx = octx
+		}
+	}
+	return ctx, &op
+}
+
+// endOperation calls the OperationDone hook for the operation that
+// startOperation started.
+func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, status int, err error) {
+	if op == nil || c.observer.OperationDone == nil {
+		return
+	}
+	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
+}
+
+// send makes req's HTTP requests through the retry policy and returns the
+// final answer (any status) or a *TransportError, with the token the last
+// request carried (nil with the client credentials): the redactor of an
+// error needs it, and Client.do drops it after a 401. Each request carries
+// what auth gives at that moment, so that a retry never carries a token
+// the source replaced during the wait. why says why the first request is
+// itself a resend (the replay after a 401).
+func (c *Client) send(ctx context.Context, req *request, auth authorizer, why ResendReason) (*http.Response, *Token, error) {
+	route := routeOf(req)
+	if err := c.pauses.wait(ctx, route); err != nil {
+		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: err}
+	}
+	var tok *Token
+	for n := 1; ; n, why = n+1, ResendRetry {
+		header, t, err := auth.authorize(ctx)
+		if err != nil {
+			return nil, tok, err
+		}
+		tok = t
+		hr, err := c.newHTTPRequest(ctx, req, header)
+		if err != nil {
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
+		}
+		resp, err := c.sendOnce(ctx, req, hr, tok, why)
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+			c.noteAnswer(ctx, req, tok, resp)
+		}
+		c.logAttempt(ctx, slog.LevelDebug, "management: attempt", req, n, status)
+		final := func(err error) (*http.Response, *Token, error) {
+			if err == nil {
+				return resp, tok, nil
+			}
+			if resp != nil {
+				discard(resp.Body)
+			}
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: withoutURL(err)}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return final(ctx.Err())
+		case !retryable(ctx, resp, err):
+			return final(err)
+		case n > c.maxRetries:
+			c.logAttempt(ctx, slog.LevelInfo, "management: giving up", req, n, status)
+			return final(err)
+		}
+		now := time.Now()
+		deadline, _ := ctx.Deadline()
+		// While the route is paused, the wait lasts until this attempt's turn;
+		// a retry that gives up takes none.
+		wait, giveUp := c.pauses.turn(route, now, deadline, retryWait(c.waitMin, c.waitMax, n-1, resp, now))
+		if giveUp {
+			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, the wait would pass the deadline", req, n, status, slog.Duration("wait", wait))
+			return final(err)
+		}
+		req.waited += wait
+		c.observeRetry(ctx, req, RetryInfo{Attempt: n, Status: status, Wait: wait})
+		if err != nil {
+			text := escape(c.redactor(req, tok).text(withoutURL(err).Error()))
+			c.logAttempt(ctx, slog.LevelInfo, "management: retrying", req, n, status, slog.Duration("wait", wait), slog.String("error", text))
+		} else {
+			discard(resp.Body)
+			c.logAttempt(ctx, slog.LevelInfo, "management: retrying", req, n, status, slog.Duration("wait", wait))
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: err}
+		}
+	}
+}
+
+// newHTTPRequest is one HTTP request of req, with the Authorization
+// header auth.
+func (c *Client) newHTTPRequest(ctx context.Context, req *request, auth string) (*http.Request, error) {
+	var body io.Reader // nil for none; a *bytes.Reader, which net/http knows how to rewind (GetBody)
+	if req.body != nil {
+		body = bytes.NewReader(req.body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, body)
+	if err != nil {
+		return nil, err
+	}
+	hr.Header = http.Header{
+		"Authorization": {auth},
+		"Content-Type":  {"application/json"},
+		"Accept":        {"application/json"},
+		"User-Agent":    {c.userAgent},
+	}
+	return hr, nil
+}
+
+// sendOnce sends hr, one HTTP request of req, between the Observer's
+// AttemptStart and AttemptDone.
+func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, tok *Token, why ResendReason) (*http.Response, error) {
+	resent := req.attempts
+	req.attempts++
+	if obs := c.observer; obs == nil || (obs.AttemptStart == nil && obs.AttemptDone == nil) {
+		return c.httpClient.Do(hr)
+	}
+	op, a := req.operation(), c.attempt(req, resent, why)
+	if actx := c.startAttempt(ctx, op, a, hr); actx != ctx {
+		hr = hr.WithContext(actx)
+		ctx = actx
+	}
+	resp, err := c.httpClient.Do(hr)
+	c.doneAttempt(ctx, op, a, req, tok, resp, err)
+	return resp, err
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// logAttempt writes one record about attempt n of req, if the logger wants it.
+func (c *Client) logAttempt(ctx context.Context, level slog.Level, msg string, req *request, n, status int, extra ...slog.Attr) {
+	if !c.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := append([]slog.Attr{slog.String("method", req.method), slog.String("path", req.path),
+		slog.Int("status", status), slog.Int("attempt", n)}, extra...)
+	c.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// observeRetry reports a retry of req to c's Observer.
+func (c *Client) observeRetry(ctx context.Context, req *request, r RetryInfo) {
+	if c.observer != nil && c.observer.Retry != nil {
+		c.observer.Retry(ctx, req.operation(), r)
+	}
+}
+
+// noteAnswer notes what an answer says beyond its status. A route the
+// service says is deprecated (Deprecation, RFC 9745) or will go away
+// (Sunset, RFC 8594) is logged once per route and Client, so that the news
+// reaches whoever reads the logs before the route is gone. A 429 or 503
+// with Retry-After pauses the route for the other calls (see routePauses).
+func (c *Client) noteAnswer(ctx context.Context, req *request, tok *Token, resp *http.Response) {
+	if deprecation, sunset := resp.Header.Get("Deprecation"), resp.Header.Get("Sunset"); deprecation != "" || sunset != "" {
+		key := routeOf(req)
+		if _, seen := c.deprecated.LoadOrStore(key, struct{}{}); !seen {
+			r := c.redactor(req, tok) // the values come from outside
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
+				slog.String("method", key.method), slog.String("route", key.route),
+				slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
+		}
+	}
+	if status := resp.StatusCode; status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+			c.notePause(ctx, req, status, d)
+		}
 	}
 }
 
@@ -313,7 +484,8 @@ type wireError struct {
 // is a *DecodeError that says what came back.
 func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	defer resp.Body.Close()
-	body := &limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
+	body := &req.answer
+	*body = limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
 	err := decodeJSON(body, out)
 	if body.over {
 		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, c.maxBody)
@@ -434,4 +606,50 @@ func truncate(s string, n int) string {
 func discard(body io.ReadCloser) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxErrorBodyRead))
 	_ = body.Close()
+}
+
+// errNotNewClient is the answer of a Client that NewClient did not make
+// (a zero Client, a nil *Client): it has no credentials to send.
+var errNotNewClient = errorf("%w: the Client was not made by NewClient; use NewClient", ErrInvalidArgument)
+
+// notNewClient is the panic of a service of a Client that NewClient did
+// not make: a zero Client's Users and Things are nil, and have no Client.
+const notNewClient = "management: Client.Users or Client.Things of a Client not made by NewClient; use NewClient"
+
+// c returns the Client of s, or panics with notNewClient.
+func (s *UsersService) c() *Client {
+	if s == nil || s.client == nil {
+		panic(notNewClient)
+	}
+	return s.client
+}
+
+// c returns the Client of s, or panics with notNewClient.
+func (s *ThingsService) c() *Client {
+	if s == nil || s.client == nil {
+		panic(notNewClient)
+	}
+	return s.client
+}
+
+// redactor is the redactor of an answer to req got by an attempt that
+// carried tok (nil for none): the client credentials, tok, and the End
+// User's credential req checks. It is built only once an error is.
+func (c *Client) redactor(req *request, tok *Token) *redactor {
+	creds := make([]string, 0, len(c.creds)+4)
+	creds = append(creds, c.creds...)
+	if tok != nil {
+		creds = append(creds, tok.header(), tok.AccessToken)
+	}
+	return newRedactor(append(creds, authForms(req.credential)...)...)
+}
+
+// withoutURL drops the URL that *url.Error prints (net/http prints it
+// whole, query string included) and keeps the cause.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/serviceconnect/management/internal/errtext"
 )
 
 // Reasons the service sends in the reason field of its error bodies.
@@ -251,7 +253,7 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, " (Content-Type %q)", truncate(e.ContentType, maxContentType))
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %s", escape(unprefixed{e.Err}.Error()))
+		fmt.Fprintf(&b, ": %s", escape(errtext.Unprefixed(e.Err).Error()))
 	}
 	if len(e.Body) > 0 {
 		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
@@ -305,7 +307,7 @@ func (e *TransportError) Error() string {
 		fmt.Fprintf(&b, "no answer after %d attempt(s)", e.Attempts)
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %s", escape(unprefixed{e.Err}.Error()))
+		fmt.Fprintf(&b, ": %s", escape(errtext.Unprefixed(e.Err).Error()))
 	}
 	return b.String()
 }
@@ -355,33 +357,15 @@ func (e *InvalidTokenError) Error() string {
 // Is reports whether target is ErrInvalidToken.
 func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidToken }
 
-// errorf is fmt.Errorf for the errors of this package: its text starts with
-// the package's prefix, said once. format has no prefix of its own, and the
-// errors among args (wrapped with %w, or printed) lose theirs, so that
-// wrapping adds context, not another "management: ". errors.Is and
-// errors.As see the wrapped errors as they are.
-func errorf(format string, args ...any) error {
-	for i, a := range args {
-		if err, ok := a.(error); ok {
-			args[i] = unprefixed{err}
-		}
-	}
-	return prefixed{fmt.Errorf(format, args...)}
-}
+// errorf is fmt.Errorf for the errors of this package: its text starts
+// with "management: " said once, and the errors among args lose theirs
+// (errtext.Errorf, which the command-line tool shares).
+func errorf(format string, args ...any) error { return errtext.Errorf(format, args...) }
 
-const errorPrefix = "management: "
-
-// prefixed says the package's prefix before its error's text.
-type prefixed struct{ err error }
-
-func (e prefixed) Error() string { return errorPrefix + e.err.Error() }
-
-func (e prefixed) Unwrap() error { return e.err }
-
-// unprefixed is an error of this package inside another: its text without
-// the prefix.
+// unprefixed is errtext.Unprefixed for authenticator.go, which writes
+// unprefixed{err}: once it calls errtext.Unprefixed, this type goes.
 type unprefixed struct{ err error }
 
-func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), errorPrefix) }
+func (e unprefixed) Error() string { return errtext.Unprefixed(e.err).Error() }
 
 func (e unprefixed) Unwrap() error { return e.err }

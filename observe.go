@@ -2,6 +2,8 @@ package management
 
 import (
 	"context"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -53,6 +55,87 @@ type Observer struct {
 	// or ends (delta -1) an authenticate call: the sum of the deltas is the
 	// number of calls in flight.
 	AuthCallsInFlight func(ctx context.Context, delta int)
+
+	// AttemptStart is called before each HTTP request an operation sends:
+	// the first, each retry, the replay after a 401, and the token request
+	// (an operation of its own). The context it returns (ctx when nil is
+	// returned) is the request's: a span started here is the parent of
+	// whatever the HTTPClient records. Fields it sets in a.Header are sent
+	// with the request (trace propagation), except those the SDK sets or
+	// that could carry or redirect a credential (see Attempt.Header).
+	AttemptStart func(ctx context.Context, op Operation, a Attempt) context.Context
+	// AttemptDone is called once per AttemptStart, when the answer's
+	// headers came or the request failed, with the context AttemptStart
+	// returned.
+	AttemptDone func(ctx context.Context, op Operation, a Attempt, r AttemptResult)
+}
+
+// Attempt describes one HTTP request of an operation. It holds no id:
+// the route's parameters are in Operation.PathValues.
+type Attempt struct {
+	// Method is the HTTP method, "GET".
+	Method string
+	// Route is the operation's path template, "/users/{user_id}".
+	Route string
+	// ServerAddress and ServerPort are the host and port of Config.BaseURL,
+	// the port made explicit (443 for https).
+	ServerAddress string
+	ServerPort    int
+	// URL is the URL requested with each path parameter's value replaced by
+	// "REDACTED" and without the query, which can hold a page cursor.
+	URL string
+	// ResendCount is the number of requests the operation sent before this
+	// one: 0 for the first.
+	ResendCount int
+	// Resend says why this request is sent again; ResendNone for the first.
+	Resend ResendReason
+	// Header starts empty for AttemptStart to fill. The fields set are
+	// added to the request, but never Authorization, Cookie, Host,
+	// Content-*, Proxy-*, the hop-by-hop fields, a field the SDK sets
+	// (Accept, User-Agent), or a name or value net/http cannot send: a hook
+	// can neither read nor replace the request's credentials.
+	Header http.Header
+}
+
+// ResendReason says why an attempt is sent again.
+type ResendReason int
+
+const (
+	// ResendNone: the operation's first request.
+	ResendNone ResendReason = iota
+	// ResendRetry: a retry after a connection failure, 429 or 5xx.
+	ResendRetry
+	// ResendReplay: the replay with a new token after the service refused
+	// the previous one with 401.
+	ResendReplay
+)
+
+// String returns "none", "retry" or "replay".
+func (r ResendReason) String() string {
+	switch r {
+	case ResendNone:
+		return "none"
+	case ResendRetry:
+		return "retry"
+	case ResendReplay:
+		return "replay"
+	}
+	return "unknown"
+}
+
+// AttemptResult is how an attempt ended.
+type AttemptResult struct {
+	// Status is the HTTP status; 0 when no answer came.
+	Status int
+	// Protocol is the answer's HTTP version, "1.1" or "2"; "" without one.
+	Protocol string
+	// RequestID is the id the service gave the request, redacted as
+	// APIError.RequestID is; RequestIDHeader names the header it came in.
+	RequestID       string
+	RequestIDHeader string
+	// Err is why no answer came (redacted, as every error a hook gets); nil
+	// when one did, whatever its status.
+	Err error
 }
 
 // Operation names one operation of the API.
@@ -121,18 +204,6 @@ func (o AuthOutcome) String() string {
 	return "unknown"
 }
 
-// maxPathValues is the most parameters a route of the API has.
-const maxPathValues = 2
-
-// named sets the route template of req and the raw values of its
-// parameters, in order, and returns req. The values are kept in an array
-// so that naming costs no allocation when nothing observes.
-func (req *request) named(route string, values ...string) *request {
-	req.route = route
-	copy(req.values[:], values)
-	return req
-}
-
 // operation describes req for an observer.
 func (req *request) operation() Operation {
 	op := Operation{Method: req.method, Route: req.route}
@@ -150,39 +221,6 @@ func (req *request) operation() Operation {
 		rest = tail
 	}
 	return op
-}
-
-// startOperation calls the OperationStart hook of c's Observer for req
-// and returns the context the operation runs with, and the Operation to
-// end it with (nil when no hook wants it: endOperation then does nothing).
-func (c *Client) startOperation(ctx context.Context, req *request) (context.Context, *Operation) {
-	obs := c.observer
-	if obs == nil || (obs.OperationStart == nil && obs.OperationDone == nil) {
-		return ctx, nil
-	}
-	op := req.operation()
-	if obs.OperationStart != nil {
-		if octx := obs.OperationStart(ctx, op); octx != nil {
-			ctx = octx
-		}
-	}
-	return ctx, &op
-}
-
-// endOperation calls the OperationDone hook for the operation that
-// startOperation started.
-func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, status int, err error) {
-	if op == nil || c.observer.OperationDone == nil {
-		return
-	}
-	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
-}
-
-// observeRetry reports a retry of req to c's Observer.
-func (c *Client) observeRetry(ctx context.Context, req *request, r RetryInfo) {
-	if c.observer != nil && c.observer.Retry != nil {
-		c.observer.Retry(ctx, req.operation(), r)
-	}
 }
 
 // observer is the Observer of a's Client, nil when none.
@@ -205,4 +243,102 @@ func (a *Authenticator) observeCalls(ctx context.Context, delta int) {
 	if obs := a.observer(); obs != nil && obs.AuthCallsInFlight != nil {
 		obs.AuthCallsInFlight(ctx, delta)
 	}
+}
+
+// attempt describes the attempt of req that resent requests preceded.
+func (c *Client) attempt(req *request, resent int, why ResendReason) Attempt {
+	return Attempt{
+		Method: req.method, Route: req.route,
+		ServerAddress: c.base.Hostname(), ServerPort: c.port,
+		URL:         c.baseURL + c.prefix + redactedRoute(req.route),
+		ResendCount: resent, Resend: why,
+		Header: make(http.Header),
+	}
+}
+
+// redactedRoute is route with each parameter replaced by REDACTED.
+func redactedRoute(route string) string {
+	var b strings.Builder
+	for {
+		before, after, ok := strings.Cut(route, "{")
+		b.WriteString(before)
+		if !ok {
+			return b.String()
+		}
+		_, route, _ = strings.Cut(after, "}")
+		b.WriteString("REDACTED")
+	}
+}
+
+// startAttempt calls AttemptStart and adds the fields it set to hr's
+// header; it returns the attempt's context.
+func (c *Client) startAttempt(ctx context.Context, op Operation, a Attempt, hr *http.Request) context.Context {
+	if c.observer.AttemptStart == nil {
+		return ctx
+	}
+	if actx := c.observer.AttemptStart(ctx, op, a); actx != nil {
+		ctx = actx
+	}
+	for name, values := range a.Header {
+		name = http.CanonicalHeaderKey(name)
+		if !propagated(name) || hr.Header[name] != nil {
+			continue
+		}
+		for _, v := range values {
+			if headerValueSafe(v) {
+				hr.Header.Add(name, v)
+			}
+		}
+	}
+	return ctx
+}
+
+// propagated reports whether a field an AttemptStart hook set may be
+// sent: a valid name that neither carries nor steers credentials, nor
+// changes how the request is framed or routed.
+func propagated(name string) bool {
+	if name == "" || strings.HasPrefix(name, "Content-") || strings.HasPrefix(name, "Proxy-") {
+		return false
+	}
+	switch name {
+	case "Authorization", "Cookie", "Host", "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect":
+		return false
+	}
+	for i := range len(name) {
+		b := name[i]
+		if b <= ' ' || b >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, b) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// doneAttempt calls AttemptDone with what came back: resp, or err,
+// redacted of the credentials the attempt carried.
+func (c *Client) doneAttempt(ctx context.Context, op Operation, a Attempt, req *request, tok *Token, resp *http.Response, err error) {
+	if c.observer.AttemptDone == nil {
+		return
+	}
+	var res AttemptResult
+	if err != nil {
+		res.Err = c.redactor(req, tok).error(&TransportError{Method: req.method, Path: req.path, Attempts: 1, Err: withoutURL(err)})
+	} else {
+		res.Status = resp.StatusCode
+		switch resp.ProtoMajor {
+		case 0: // a RoundTripper that did not say
+		case 1:
+			res.Protocol = "1." + strconv.Itoa(resp.ProtoMinor)
+		default:
+			res.Protocol = strconv.Itoa(resp.ProtoMajor)
+		}
+		for _, name := range requestIDHeaders {
+			if v := resp.Header.Get(name); v != "" {
+				if requestIDShaped(v) {
+					res.RequestID, res.RequestIDHeader = c.redactor(req, tok).requestID(v), name
+				}
+				break
+			}
+		}
+	}
+	c.observer.AttemptDone(ctx, op, a, res)
 }

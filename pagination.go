@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"hash/maphash"
 	"io"
 	"iter"
 	"net/http"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/serviceconnect/management/internal/linkset"
 )
 
 // OrderBy selects the column a list is ordered by.
@@ -118,7 +116,8 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 				}
 			}()
 		}
-		seen := newVisited(l.visitKey(op))
+		seen := linkset.New() // the guard the command-line tool shares
+		seen.Add(l.visitKey(op))
 		cur := l.fetchResult(ctx, op)
 		for n := 1; ; n++ {
 			if cur.err != nil {
@@ -283,42 +282,14 @@ func (p pageBody) decode(r io.Reader) error {
 
 // follow checks a next_page link, refuses one already followed in this run
 // (the listing would never end), records it and returns its request.
-func (l list[W, T]) follow(link string, seen *visited) (*request, error) {
+func (l list[W, T]) follow(link string, seen *linkset.Set) (*request, error) {
 	if err := l.client.checkPageLink(link); err != nil {
 		return nil, err
 	}
-	if !seen.add(link) {
+	if !seen.Add(link) {
 		return nil, errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
 	}
 	return l.client.linkRequest(link).named(l.path), nil
-}
-
-// visited is the set of links a listing has requested. It keeps a 64-bit
-// hash of each in a slice rather than the links in a map: 8 bytes a page,
-// so that ranging over a million Users holds tens of kilobytes, not the
-// links' megabytes (a map costs about 70 bytes an entry). The linear search
-// is nothing beside the HTTP request each page costs. Two different links
-// sharing a hash (odds of 2^-64 a pair, with a seed of its own per listing)
-// would end the listing with an error, never make it loop.
-type visited struct {
-	seed   maphash.Seed
-	hashes []uint64
-}
-
-func newVisited(first string) *visited {
-	v := &visited{seed: maphash.MakeSeed()}
-	v.add(first)
-	return v
-}
-
-// add records link and reports whether it was new.
-func (v *visited) add(link string) bool {
-	h := maphash.String(v.seed, link)
-	if slices.Contains(v.hashes, h) {
-		return false
-	}
-	v.hashes = append(v.hashes, h)
-	return true
 }
 
 // visitKey is what op requests, below the base URL, in the form of a
@@ -334,145 +305,4 @@ func (l list[W, T]) pageError(n int, err error) error {
 		return err
 	}
 	return errorf("listing %s, page %d: %w", l.path, n, err)
-}
-
-// checkPageLink reports whether link, a next_page value, may be requested
-// as c.baseURL+link. The service's links are a path plus a query, appended to the base
-// URL as they stand; anything that could reach another host or scheme,
-// climb out of the base path, or be re-encoded on the way is refused, so
-// that our Authorization header only ever travels where it belongs.
-func (c *Client) checkPageLink(link string) error {
-	if problem := linkProblem(link); problem != "" {
-		return errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
-	}
-	// Belt and braces: parse what would be requested and check it is the
-	// base URL's scheme and host, under its path, with the link unchanged.
-	base, basePath := c.base, c.basePath
-	u, err := url.Parse(c.baseURL + link)
-	linkPath, linkQuery, _ := strings.Cut(link, "?")
-	switch {
-	case err != nil:
-		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
-	case u.Scheme != base.Scheme || u.Host != base.Host || u.User != nil || u.Opaque != "":
-		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
-	case !underPath(u.Path, base.Path):
-		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
-	case u.EscapedPath() != basePath+linkPath || u.RawQuery != linkQuery:
-		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
-	}
-	return nil
-}
-
-// linkProblem says what is wrong with link, or "" when it is a path (plus
-// query) starting with a single "/", of printable ASCII without backslash
-// or fragment, and without a segment that a server could resolve as "." or
-// ".." and so climb out of the base path (see dotSegment).
-func linkProblem(link string) string {
-	switch {
-	case link == "":
-		return "empty"
-	case link[0] != '/':
-		return "not a path starting with /"
-	case len(link) > 1 && link[1] == '/':
-		return "starts with // (another host)"
-	}
-	for i := 0; i < len(link); i++ {
-		switch b := link[i]; {
-		case b <= ' ' || b >= 0x7f:
-			return "holds a space, a control or a non-ASCII character"
-		case b == '\\':
-			return "holds a backslash"
-		case b == '#':
-			return "holds a fragment"
-		}
-	}
-	p, _, _ := strings.Cut(link, "?")
-	if _, err := url.PathUnescape(p); err != nil {
-		return "holds an invalid escape"
-	}
-	// Checked decoded too, as often as it decodes: a proxy and a server may
-	// each decode %2e, %2f, %3b and %5c before they resolve dot segments.
-	for form := range decodings(p) {
-		switch {
-		case strings.Contains(form, `\`):
-			return "holds an escaped backslash"
-		case dotSegment(form):
-			return "holds a dot segment"
-		}
-	}
-	return ""
-}
-
-// dotSegment reports whether a server could read a segment of p as "." or
-// "..". Segments end at '/' and at '\' (which some servers take for one),
-// and a segment's ";" path parameter is dropped first, as servlet
-// containers do: "..;x" and ".;" are dot segments.
-func dotSegment(p string) bool {
-	for seg := range strings.FieldsFuncSeq(p, isPathSeparator) {
-		seg, _, _ = strings.Cut(seg, ";")
-		if seg == "." || seg == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-func isPathSeparator(r rune) bool { return r == '/' || r == '\\' }
-
-// decodings yields s, then s percent-decoded once, twice, and so on until
-// nothing is left to decode: "%252e" yields "%252e", "%2e" and ".". Each
-// round decodes the valid escapes and keeps the others, as a lenient server
-// would. It ends, as each round that changes s makes it shorter.
-func decodings(s string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for {
-			if !yield(s) {
-				return
-			}
-			next := lenientUnescape(s)
-			if next == s {
-				return
-			}
-			s = next
-		}
-	}
-}
-
-// lenientUnescape decodes every valid %XX escape of s and keeps the rest.
-func lenientUnescape(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 2
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// underPath reports whether p is base or below it, at a segment boundary.
-func underPath(p, base string) bool {
-	base = strings.TrimSuffix(base, "/")
-	if base == "" {
-		return strings.HasPrefix(p, "/")
-	}
-	rest, ok := strings.CutPrefix(p, base)
-	return ok && (rest == "" || rest[0] == '/')
-}
-
-// linkForError names a link in an error by its path alone, quoted and
-// bounded: the query holds the page token, which has no place in errors
-// and logs.
-func linkForError(link string) string {
-	p, _, _ := strings.Cut(link, "?")
-	p, _, _ = strings.Cut(p, "#")
-	return fmt.Sprintf("%.80q", p)
 }

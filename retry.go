@@ -1,16 +1,19 @@
 package management
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"log/slog"
+	"math/bits"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -23,167 +26,20 @@ import (
 // and RetryWaitMax) and are otherwise exponential with full jitter between
 // RetryWaitMin and RetryWaitMax. A wait that would pass the context's
 // deadline is not taken: the last answer is returned at once.
-
-// send makes req's HTTP exchange through the retry policy, with the
-// Authorization header auth, and returns the final answer (any status) or
-// a *TransportError. When tok is the management token that auth carries,
-// each retry carries the token the source holds by then (it may have been
-// refreshed during the wait), and send returns the token of the last
-// attempt, for Client.do to drop after a 401.
-func (c *Client) send(ctx context.Context, req *request, auth string, tok *Token) (*http.Response, *Token, error) {
-	if err := c.pauses.wait(ctx, routeOf(req)); err != nil {
-		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: err}
-	}
-	hr, err := retryablehttp.NewRequestWithContext(ctx, req.method, req.url, bodyOf(req))
-	if err != nil {
-		return nil, nil, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
-	}
-	hr.Header.Set("Authorization", auth)
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	hr.Header.Set("User-Agent", c.userAgent)
-
-	x := &exchange{client: c, req: req, token: tok}
-	x.rc = retryablehttp.Client{
-		HTTPClient:   c.httpClient,
-		Logger:       nil, // x logs, without URLs' query strings
-		RetryWaitMin: c.waitMin,
-		RetryWaitMax: c.waitMax,
-		RetryMax:     c.maxRetries,
-		CheckRetry:   x.checkRetry,
-		Backoff:      x.backoff,
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
-	if tok != nil {
-		x.rc.PrepareRetry = x.prepareRetry
-	}
-	resp, err := x.rc.Do(hr)
-	if err != nil {
-		if resp != nil {
-			discard(resp.Body)
-		}
-		if _, ours := err.(*TransportError); !ours {
-			err = &TransportError{Method: req.method, Path: req.path, Attempts: x.attempts, Err: withoutURL(err)}
-		}
-		return nil, x.token, err // the token of the last attempt, for its redactor
-	}
-	return resp, x.token, nil
-}
-
-// bodyOf is req's body as retryablehttp takes it: nil, not a nil []byte,
-// for none.
-func bodyOf(req *request) any {
-	if req.body == nil {
-		return nil
-	}
-	return req.body
-}
-
-// exchange is the state of one call of send; its methods are the hooks of
-// the retryablehttp.Client made for that call (held here, so that the two
-// are one allocation). retryablehttp hands Backoff
-// no context (and no response when the connection failed), so the wait
-// that checkRetry chose, knowing the deadline, is passed on here rather
-// than on the request's context.
-type exchange struct {
-	rc       retryablehttp.Client // made for this call, its hooks bound to x
-	client   *Client
-	req      *request
-	token    *Token // the management token the last attempt carried; nil for the token endpoint
-	attempts int
-	wait     time.Duration // chosen by checkRetry, taken by backoff
-}
-
-// checkRetry runs after every attempt: it counts and logs it, and decides
-// whether to retry and after what wait.
-func (x *exchange) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	x.attempts++
-	x.req.attempts++
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
-	log := func(level slog.Level, msg string, extra ...slog.Attr) { x.log(ctx, level, msg, status, extra...) }
-	log(slog.LevelDebug, "management: attempt")
-	if resp != nil {
-		x.noteDeprecation(ctx, resp.Header)
-	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
-			x.notePause(ctx, status, d)
-		}
-	}
-	switch {
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	case !retryable(resp, err):
-		return false, nil
-	case x.attempts > x.client.maxRetries:
-		log(slog.LevelInfo, "management: giving up")
-		return false, nil
-	}
-	now := time.Now()
-	deadline, _ := ctx.Deadline()
-	// While the route is paused, the wait lasts until this attempt's turn;
-	// a retry that gives up takes none.
-	wait, giveUp := x.client.pauses.turn(routeOf(x.req), now, deadline, retryWait(x.client.waitMin, x.client.waitMax, x.attempts-1, resp, now))
-	if giveUp {
-		log(slog.LevelInfo, "management: not retrying, the wait would pass the deadline", slog.Duration("wait", wait))
-		return false, nil
-	}
-	x.wait = wait
-	x.req.waited += wait
-	x.client.observeRetry(ctx, x.req, RetryInfo{Attempt: x.attempts, Status: status, Wait: wait})
-	if err != nil {
-		text := escape(x.client.redactor(x.req, x.token).text(withoutURL(err).Error()))
-		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait), slog.String("error", text))
-	} else {
-		log(slog.LevelInfo, "management: retrying", slog.Duration("wait", wait))
-	}
-	return true, nil
-}
-
-// log writes one record about the attempt, if the logger wants it.
-func (x *exchange) log(ctx context.Context, level slog.Level, msg string, status int, extra ...slog.Attr) {
-	if !x.client.logger.Enabled(ctx, level) {
-		return
-	}
-	attrs := append([]slog.Attr{slog.String("method", x.req.method), slog.String("path", x.req.path),
-		slog.Int("status", status), slog.Int("attempt", x.attempts)}, extra...)
-	x.client.logger.LogAttrs(ctx, level, msg, attrs...)
-}
-
-func (x *exchange) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
-	return x.wait
-}
-
-// prepareRetry gives a retry the token the source holds now, so that it
-// never carries a token known to be stale.
-func (x *exchange) prepareRetry(req *http.Request) error {
-	tok, err := x.client.tokens.Token(req.Context())
-	if err != nil {
-		return err
-	}
-	if tok != x.token {
-		req.Header = req.Header.Clone() // the previous attempt's request keeps its own
-		req.Header.Set("Authorization", tok.header())
-		x.token = tok
-	}
-	return nil
-}
+//
+// This file holds the policy and the waits; Client.send (client.go) is the
+// loop that applies them. A 429 or 503 with Retry-After also pauses its
+// route for the other calls (routePauses, below).
 
 // retryable reports whether an attempt that ended with resp or err is worth
-// another: connection failures (but not TLS verification failures, which a
-// retry cannot mend), 429, 500, 502, 503 and 504.
-func retryable(resp *http.Response, err error) bool {
+// another: 429, 500, 502, 503 and 504, and the connection failures that
+// retryablehttp's policy retries (not a TLS verification failure, an
+// unsupported scheme or a header net/http refused, which a retry cannot
+// mend), but not a request net/http refused to write.
+func retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if err != nil {
-		if refusedToSend(err) {
-			return false
-		}
-		var unknownCA x509.UnknownAuthorityError
-		var verify *tls.CertificateVerificationError
-		var hostname x509.HostnameError
-		return !errors.As(err, &unknownCA) && !errors.As(err, &verify) && !errors.As(err, &hostname)
+		retry, _ := retryablehttp.DefaultRetryPolicy(ctx, nil, err)
+		return retry && !refusedToSend(err)
 	}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
@@ -194,12 +50,18 @@ func retryable(resp *http.Response, err error) bool {
 }
 
 // refusedToSend reports whether net/http refused to send the request at
-// all (a header value or name it cannot carry, a method or URL it cannot
-// write): the same request would be refused again, so it is no connection
-// failure to retry. net/http says so only in its error's text.
+// all for a reason retryablehttp's policy does not know (a method or URL it
+// cannot write) or a TLS verification failure it does not recognise (one
+// wrapped by a RoundTripper): the same request would fail again.
 func refusedToSend(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	var hostname x509.HostnameError
+	if errors.As(err, &unknownCA) || errors.As(err, &verify) || errors.As(err, &hostname) {
+		return true
+	}
 	msg := withoutURL(err).Error()
-	for _, s := range []string{"net/http: invalid header field", "net/http: invalid method", "unsupported protocol scheme", "http: no Host in request URL", "net/http: nil Request"} {
+	for _, s := range []string{"net/http: invalid method", "http: no Host in request URL", "net/http: nil Request"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -214,10 +76,9 @@ func retryWait(min, max time.Duration, n int, resp *http.Response, now time.Time
 			return clamp(d, min, max)
 		}
 	}
-	ceiling := max
-	if n < 32 && min<<n > 0 && min<<n < max {
-		ceiling = min << n
-	}
+	// retryablehttp's backoff without an answer: min doubled n times,
+	// at most max.
+	ceiling := retryablehttp.DefaultBackoff(min, max, n, nil)
 	if ceiling <= min {
 		return min
 	}
@@ -248,31 +109,134 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// withoutURL drops the URL that *url.Error prints (net/http and
-// retryablehttp print it whole, query string included) and keeps the cause.
-func withoutURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
+// routePauses is the Client's memory of the service asking it to slow down.
+// When an answer is 429 or 503 with Retry-After, every other call to the
+// same route is about to get the same answer: until the announced time
+// (capped at RetryWaitMax), new attempts and retries on that route wait,
+// each bounded by its own context, then go out spread over the second after
+// the pause (see spreadOffset) rather than all at once. A route is a method
+// and a path template, so one proxy's 503 on one route does not hold the
+// others; the token endpoint is a route of its own.
+type routePauses struct {
+	paused atomic.Bool // any pause was ever set: calls skip the lock until then
+	mu     sync.Mutex
+	routes map[routeKey]*pauseState
 }
 
-// noteDeprecation logs, once per route and Client, an answer that says its
-// route is deprecated (Deprecation, RFC 9745) or will go away (Sunset, RFC
-// 8594), so that the news reaches whoever reads the logs before the route
-// is gone.
-func (x *exchange) noteDeprecation(ctx context.Context, h http.Header) {
-	deprecation, sunset := h.Get("Deprecation"), h.Get("Sunset")
-	if deprecation == "" && sunset == "" {
-		return
+// pauseState is one route's pause: until when, and how many attempts have
+// been given a turn after it.
+type pauseState struct {
+	until time.Time
+	turns uint64
+}
+
+// pauseSpread is how long after a pause the attempts it held go out. The
+// release is a deliberate burst, not a capped rate: however many attempts
+// were held, they go out within this second, evenly spread, so that a
+// patient call waits at most this long past the pause whatever the others
+// do; the service said how long to wait, not how fast to come back.
+const pauseSpread = time.Second
+
+// spreadOffset is when the k-th attempt held by a pause goes out, after
+// the pause: the k-th point of the van der Corput sequence (k's bits
+// reversed after the binary point: 0, 1/2, 1/4, 3/4, 1/8, ...) times
+// pauseSpread. However many attempts there turn out to be, the first n are
+// spread evenly over the second, every gap at most twice the even one, and
+// none goes out a second or more past the pause.
+func spreadOffset(k uint64) time.Duration {
+	hi, _ := bits.Mul64(bits.Reverse64(k), uint64(pauseSpread))
+	return time.Duration(hi)
+}
+
+// routeKey names a route: a method and a path template.
+type routeKey struct{ method, route string }
+
+// routeOf is req's route; the path stands in for a request without a template.
+func routeOf(req *request) routeKey {
+	return routeKey{req.method, cmp.Or(req.route, req.path)}
+}
+
+// turn returns how long an attempt on route must wait: at least floor, and
+// while the route is paused until the attempt's turn after the pause. When
+// the wait would reach deadline (unless it is zero), the attempt is refused
+// and takes no turn, so that impatient calls do not push patient ones back.
+func (p *routePauses) turn(route routeKey, now, deadline time.Time, floor time.Duration) (wait time.Duration, refused bool) {
+	if !p.paused.Load() {
+		return floor, !deadline.IsZero() && !now.Add(floor).Before(deadline)
 	}
-	key := routeOf(x.req)
-	if _, seen := x.client.deprecated.LoadOrStore(key, struct{}{}); seen {
-		return
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	wait = floor
+	st := p.routes[route]
+	paused := st != nil && now.Before(st.until)
+	if paused {
+		wait = max(wait, st.until.Add(spreadOffset(st.turns)).Sub(now))
 	}
-	r := x.client.redactor(x.req, x.token) // the values come from outside
-	x.client.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
-		slog.String("method", key.method), slog.String("route", key.route),
-		slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
+	if !deadline.IsZero() && !now.Add(wait).Before(deadline) {
+		return wait, true
+	}
+	if paused {
+		st.turns++
+	}
+	return wait, false
+}
+
+// wait returns once route's pause, if any, is over and it is this
+// attempt's turn, or at once with an error matching ErrRateLimited when ctx
+// would end first. An attempt whose turn comes while a new pause holds the
+// route (a 429 answered an attempt released before it) waits for a turn
+// after that one.
+func (p *routePauses) wait(ctx context.Context, route routeKey) error {
+	if !p.paused.Load() {
+		return nil // the common case, without reading the clock
+	}
+	deadline, _ := ctx.Deadline()
+	for {
+		d, refused := p.turn(route, time.Now(), deadline, 0)
+		switch {
+		case d <= 0:
+			return nil
+		case refused:
+			return errorf("%w: the service asked for a pause of %v, past the context's deadline", ErrRateLimited, d.Round(time.Millisecond))
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// pause holds route for d from now; it reports whether this starts a pause
+// (rather than extending one), so that a pause is logged once.
+func (p *routePauses) pause(route routeKey, d time.Duration, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.routes == nil {
+		p.routes = make(map[routeKey]*pauseState)
+		p.paused.Store(true)
+	}
+	st := p.routes[route]
+	until := now.Add(d)
+	switch {
+	case st == nil || !now.Before(st.until):
+		p.routes[route] = &pauseState{until: until}
+		return true
+	case until.After(st.until):
+		st.until = until
+	}
+	return false
+}
+
+// notePause records a 429 or 503 answer with Retry-After as a pause of its
+// route, logged once per pause.
+func (c *Client) notePause(ctx context.Context, req *request, status int, retryAfter time.Duration) {
+	d := clamp(retryAfter, c.waitMin, c.waitMax)
+	key := routeOf(req)
+	if c.pauses.pause(key, d, time.Now()) {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service asked to slow down; pausing the route",
+			slog.String("method", key.method), slog.String("route", key.route), slog.Int("status", status), slog.Duration("pause", d))
+	}
 }

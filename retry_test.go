@@ -2,7 +2,10 @@ package management
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -364,4 +367,33 @@ func TestRetrySendsTheWholeRequestAgain(t *testing.T) {
 		t.Fatalf("Update = %+v, %v; want the second attempt's Thing", got, err)
 	}
 	testCalls(t, mt, map[string]int{"POST " + tokenURL: 1, "PATCH " + mockPrefix + "/things/p-1": 2})
+}
+
+// A connection failure that a retry cannot mend is not retried: those that
+// retryablehttp's policy recognises in net/http's texts (an untrusted
+// certificate, an unsupported scheme, a header net/http refused, a
+// redirect loop) and a TLS verification failure a RoundTripper wrapped.
+// Any other is.
+func TestConnectionFailuresRetriedOrNot(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		attempts int
+	}{
+		{errors.New("tls: failed to verify certificate: x509: certificate is not trusted"), 1},
+		{errors.New(`unsupported protocol scheme "ftp"`), 1},
+		{errors.New(`net/http: invalid header field value for "X-Trace"`), 1},
+		{errors.New("stopped after 10 redirects"), 1},
+		{fmt.Errorf("proxy: %w", x509.UnknownAuthorityError{}), 1},
+		{fmt.Errorf("proxy: %w", &tls.CertificateVerificationError{Err: errors.New("expired")}), 1},
+		{fmt.Errorf("proxy: %w", x509.HostnameError{Certificate: &x509.Certificate{}, Host: "h"}), 1},
+		{errors.New("connection reset by peer"), 3},
+	} {
+		c, mt := setup(t, Config{MaxRetries: 2})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", httpmock.NewErrorResponder(tc.err))
+		_, err := c.Users.Get(t.Context(), "u-1")
+		var te *TransportError
+		if !errors.As(err, &te) || te.Attempts != tc.attempts {
+			t.Errorf("%v: err = %v, want a *TransportError after %d attempt(s)", tc.err, err, tc.attempts)
+		}
+	}
 }

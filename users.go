@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"net/url"
-	"strings"
 )
 
 // EmailVerificationStatus is the state of a User's email verification.
@@ -169,36 +167,4 @@ func (s *UsersService) Get(ctx context.Context, userID string) (*UserDetails, er
 		return nil, err
 	}
 	return &u, nil
-}
-
-// pathSegment escapes an identifier as one path segment, so that "/", "?",
-// "#", "%", ";" and spaces reach the service as part of it. Empty and
-// white-space-only identifiers are refused, and so are those a server could resolve as a dot
-// segment, and so climb out of the resource's path: ".", "..", "..;x" (a
-// servlet container drops the ";x" path parameter), and any identifier that
-// holds such a part between slashes or backslashes, as given or
-// percent-decoded, since some proxies decode %2F before they resolve dot
-// segments (see dotSegment and decodings).
-func pathSegment(name, id string) (string, error) {
-	if strings.TrimSpace(id) == "" {
-		// Only white space is no identifier: the service would answer 404
-		// or 405 for a path that names no resource.
-		return "", errorf("%w: %s is empty or only white space", ErrInvalidArgument, name)
-	}
-	if dotIdentifier(id) {
-		return "", errorf("%w: %s %.80q could be resolved as a dot segment", ErrInvalidArgument, name, id)
-	}
-	return url.PathEscape(id), nil
-}
-
-// dotIdentifier reports whether a server could read a part of the path
-// segment that carries id as "." or "..". The server sees id once it has
-// decoded the segment, so id itself is the first form checked.
-func dotIdentifier(id string) bool {
-	for form := range decodings(id) {
-		if dotSegment(form) {
-			return true
-		}
-	}
-	return false
 }

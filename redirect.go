@@ -104,14 +104,6 @@ func (t keepRedirects) CloseIdleConnections() {
 	}
 }
 
-// newTransport returns a transport with its own pool, sized for an SDK that
-// many goroutines share (net/http keeps only 2 idle connections per host).
-func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return t
-}
-
 // maxRedirectPath bounds the path of a redirect's Location named in APIError.Message.
 const maxRedirectPath = 200
 
@@ -147,13 +139,18 @@ func redirectError(req *request, resp *http.Response) *APIError {
 
 // origin is u's scheme, host and port, the port made explicit.
 func origin(u *url.URL) string {
-	scheme, port := strings.ToLower(u.Scheme), u.Port()
-	switch {
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + explicitPort(u)
+}
+
+// explicitPort is u's port, or its scheme's when it has none.
+func explicitPort(u *url.URL) string {
+	switch port := u.Port(); {
 	case port != "":
-	case scheme == "https":
-		port = "443"
-	case scheme == "http":
-		port = "80"
+		return port
+	case strings.EqualFold(u.Scheme, "https"):
+		return "443"
+	case strings.EqualFold(u.Scheme, "http"):
+		return "80"
 	}
-	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	return ""
 }
