@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/serviceconnect/management/internal/errtext"
 )
 
 // The Authenticator's bounds and defaults; its docs name them.
@@ -321,7 +323,7 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 // request through is a setup error, not a run of 503s.
 func (a *Authenticator) Handler(next http.Handler) http.Handler {
 	if err := a.checkClient(); err != nil {
-		panic("management: Authenticator.Handler: " + unprefixed{err}.Error())
+		panic("management: Authenticator.Handler: " + errtext.Unprefixed(err).Error())
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, err := a.Check(r)

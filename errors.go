@@ -361,11 +361,3 @@ func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidT
 // with "management: " said once, and the errors among args lose theirs
 // (errtext.Errorf, which the command-line tool shares).
 func errorf(format string, args ...any) error { return errtext.Errorf(format, args...) }
-
-// unprefixed is errtext.Unprefixed for authenticator.go, which writes
-// unprefixed{err}: once it calls errtext.Unprefixed, this type goes.
-type unprefixed struct{ err error }
-
-func (e unprefixed) Error() string { return errtext.Unprefixed(e.err).Error() }
-
-func (e unprefixed) Unwrap() error { return e.err }
