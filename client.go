@@ -260,7 +260,7 @@ func (c *Client) startOperation(ctx context.Context, req *request) (context.Cont
 			ctx = octx
 		}
 	}
-	return ctx, &op
+	return markOperation(ctx, obs), &op
 }
 
 // endOperation calls the OperationDone hook for the operation that

@@ -15,6 +15,10 @@ type flight[T any] struct {
 	done chan struct{} // closed once val and err are set
 	val  T
 	err  error
+	// started is the starter's context, origin its operation's mark: the
+	// other operations that wait are reported to their Observer.
+	started context.Context
+	origin  *operationMark
 }
 
 // flightHost is what a flight needs of its owner to contain the code it
@@ -50,7 +54,7 @@ const abandonGrace = 100 * time.Millisecond
 // running.
 func startFlight[T any](ctx context.Context, h flightHost, timeout time.Duration, call func(context.Context) (T, error),
 	finish func(context.Context, T, error), release func()) *flight[T] {
-	f := &flight[T]{done: make(chan struct{})}
+	f := &flight[T]{done: make(chan struct{}), started: ctx, origin: markOf(ctx)}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
@@ -123,6 +127,7 @@ func (h flightHost) abandoned(ctx context.Context) error {
 
 // wait returns the flight's result, or ctx's error if ctx ends first.
 func (f *flight[T]) wait(ctx context.Context) (T, error) {
+	joined(ctx, f.started, f.origin)
 	select {
 	case <-f.done:
 		return f.val, f.err

@@ -68,6 +68,13 @@ type Observer struct {
 	// headers came or the request failed, with the context AttemptStart
 	// returned.
 	AttemptDone func(ctx context.Context, op Operation, a Attempt, r AttemptResult)
+	// FlightJoined is called when an operation waits for a call that
+	// another operation started and that serves them both (the management
+	// token's fetch): ctx is the waiting operation's context, started the
+	// context of the operation that started the call, whose descendants
+	// the call's own operations are. A tracer links the waiter's span to
+	// the starter's. It is not called for the starter itself.
+	FlightJoined func(ctx, started context.Context)
 }
 
 // Attempt describes one HTTP request of an operation. It holds no id:
@@ -221,6 +228,39 @@ func (req *request) operation() Operation {
 		rest = tail
 	}
 	return op
+}
+
+// markOperation returns the context of an operation that obs observes,
+// marked for the flights the operation waits for (see joined) when obs
+// has a FlightJoined hook.
+func markOperation(ctx context.Context, obs *Observer) context.Context {
+	if obs.FlightJoined == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, operationKey{}, &operationMark{obs: obs})
+}
+
+// operationKey keys an operation's *operationMark in its context.
+type operationKey struct{}
+
+// operationMark tells the operations apart for the flights they wait for:
+// a flight keeps its starter's, and reports every other waiter's.
+type operationMark struct{ obs *Observer }
+
+// markOf returns the mark of the operation ctx is in, nil when none (or
+// no FlightJoined hook).
+func markOf(ctx context.Context) *operationMark {
+	m, _ := ctx.Value(operationKey{}).(*operationMark)
+	return m
+}
+
+// joined reports, to the waiter's Observer, that the operation of ctx
+// waits for a flight that the operation of started began; origin is the
+// starter's mark, nil when the flight was started outside an operation.
+func joined(ctx, started context.Context, origin *operationMark) {
+	if m := markOf(ctx); m != nil && m != origin {
+		m.obs.FlightJoined(ctx, started)
+	}
 }
 
 // observer is the Observer of a's Client, nil when none.

@@ -101,6 +101,12 @@ var readmeImports = map[string]string{
 	"redis":          "github.com/redis/go-redis/v9",
 	"metric":         "go.opentelemetry.io/otel/metric",
 	"trace":          "go.opentelemetry.io/otel/trace",
+	"io":             "io",
+	"propagation":    "go.opentelemetry.io/otel/propagation",
+	"resource":       "go.opentelemetry.io/otel/sdk/resource",
+	"sdktrace":       "go.opentelemetry.io/otel/sdk/trace",
+	"semconv":        "go.opentelemetry.io/otel/semconv/v1.43.0",
+	"stdouttrace":    "go.opentelemetry.io/otel/exporters/stdout/stdouttrace",
 }
 
 // wrapSnippet makes a Go file of a README snippet, as the README's wrapper

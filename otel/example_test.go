@@ -12,9 +12,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
-// Example traces a Client with OpenTelemetry: one span per operation, named
-// by its route template, never by an id. Here the spans go to an in-memory
-// recorder; in production, to your TracerProvider's exporter.
+// Example traces a Client with OpenTelemetry: an INTERNAL span per
+// operation and a CLIENT span per HTTP request, named by the route
+// template, never by an id. Here the spans go to an in-memory recorder; in
+// production, to your TracerProvider's exporter. They end children first:
+// the token fetch (its request, then its operation) inside the Users.Get.
 func Example() {
 	srv := managementtest.NewServer()
 	defer srv.Close()
@@ -32,9 +34,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	for _, s := range spans.Ended() {
-		fmt.Println(s.Name())
+		fmt.Println(s.Name(), s.SpanKind())
 	}
 	// Output:
-	// POST /auth/token
-	// GET /users/{user_id}
+	// POST /auth/token client
+	// POST /auth/token internal
+	// GET /users/{user_id} client
+	// GET /users/{user_id} internal
 }

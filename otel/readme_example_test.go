@@ -5,6 +5,10 @@ package otel_test
 // TestReadmeSnippetsAreExamples checks that), and the tests that run them.
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,11 +16,15 @@ import (
 	"github.com/serviceconnect/management/managementtest"
 	mgmtotel "github.com/serviceconnect/management/otel"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -40,6 +48,31 @@ func newClient() (*management.Client, error) {
 	return management.NewClient(cfg)
 }
 
+// newClientWithTracing returns a Client whose spans go to w (os.Stdout, a
+// file) through the OpenTelemetry SDK: batched, under your service's
+// resource, each request carrying the W3C trace context of its span. Call
+// shutdown before the program exits: it sends the spans still batched.
+func newClientWithTracing(cfg management.Config, w io.Writer) (client *management.Client, shutdown func(context.Context) error, err error) {
+	exporter, err := stdouttrace.New(stdouttrace.WithWriter(w))
+	if err != nil {
+		return nil, nil, err
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exporter),
+		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName("device-admin"))),
+	)
+	cfg.Observer = mgmtotel.New(
+		mgmtotel.WithTracerProvider(tp),
+		mgmtotel.WithPropagators(propagation.TraceContext{}),
+	)
+	client, err = management.NewClient(cfg)
+	if err != nil {
+		_ = tp.Shutdown(context.Background())
+		return nil, nil, err
+	}
+	return client, tp.Shutdown, nil
+}
+
 // readmeServer is the fake with one User, u-ada.
 func readmeServer(t *testing.T) *managementtest.Server {
 	srv := managementtest.NewServer()
@@ -56,7 +89,7 @@ func spanNames(spans *tracetest.SpanRecorder) []string {
 	return names
 }
 
-var wantReadmeSpans = []string{"POST /auth/token", "GET /users/{user_id}"}
+var wantReadmeSpans = []string{"POST /auth/token", "POST /auth/token", "GET /users/{user_id}", "GET /users/{user_id}"}
 
 func TestReadmeNewTracedClient(t *testing.T) {
 	srv := readmeServer(t)
@@ -108,5 +141,57 @@ func TestReadmeNewClient(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantReadmeSpans, spanNames(spans)); diff != "" {
 		t.Errorf("spans through the global TracerProvider (-want +got):\n%s", diff)
+	}
+}
+
+// The wiring example writes every span, with the resource, once shut down;
+// the requests carried the trace context.
+func TestReadmeNewClientWithTracing(t *testing.T) {
+	srv := readmeServer(t)
+	var out bytes.Buffer
+	client, shutdown, err := newClientWithTracing(srv.Config(), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Users.Get(t.Context(), "u-ada"); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("spans written before shutdown: the batcher should hold them")
+	}
+	if err := shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var span struct {
+			Name     string
+			Resource []struct {
+				Key   string
+				Value struct{ Value any }
+			}
+		}
+		if err := dec.Decode(&span); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, span.Name)
+		service := ""
+		for _, kv := range span.Resource {
+			if kv.Key == "service.name" {
+				service, _ = kv.Value.Value.(string)
+			}
+		}
+		if service != "device-admin" {
+			t.Errorf("span %q: service.name %q, want device-admin", span.Name, service)
+		}
+	}
+	if diff := cmp.Diff(wantReadmeSpans, names); diff != "" {
+		t.Errorf("spans written (-want +got):\n%s", diff)
+	}
+	for _, req := range srv.Log() {
+		if req.Header.Get("Traceparent") == "" {
+			t.Errorf("%s %s carried no traceparent", req.Method, req.Path)
+		}
 	}
 }
