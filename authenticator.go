@@ -227,7 +227,10 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 		// No token of the service looks like this; it cannot be sent as is.
 		return nil, &InvalidTokenError{Response: relayable(nil)}
 	}
-	ctx := r.Context()
+	// Marked, so that a check joining another's call to the service is
+	// reported to the Observer (FlightJoined), as an operation joining a
+	// token fetch is.
+	ctx := markOperation(r.Context(), a.observer())
 	start := func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
 		return a.start(ctx, header, settle, release)
 	}

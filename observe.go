@@ -70,10 +70,11 @@ type Observer struct {
 	AttemptDone func(ctx context.Context, op Operation, a Attempt, r AttemptResult)
 	// FlightJoined is called when an operation waits for a call that
 	// another operation started and that serves them both (the management
-	// token's fetch): ctx is the waiting operation's context, started the
-	// context of the operation that started the call, whose descendants
-	// the call's own operations are. A tracer links the waiter's span to
-	// the starter's. It is not called for the starter itself.
+	// token's fetch; an End User token's check, where the Authenticator's
+	// check stands for the operation): ctx is the waiter's context, started
+	// the context of the one that started the call, whose descendants the
+	// call's own operations are. A tracer links the waiter's span to the
+	// starter's. It is not called for the starter itself.
 	FlightJoined func(ctx, started context.Context)
 }
 
@@ -234,7 +235,7 @@ func (req *request) operation() Operation {
 // marked for the flights the operation waits for (see joined) when obs
 // has a FlightJoined hook.
 func markOperation(ctx context.Context, obs *Observer) context.Context {
-	if obs.FlightJoined == nil {
+	if obs == nil || obs.FlightJoined == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, operationKey{}, &operationMark{obs: obs})

@@ -111,9 +111,20 @@ func (o *observer) retry(ctx context.Context, op management.Operation, r managem
 // sit: the trace of the waiter then leads to the fetch that delayed it.
 func (o *observer) flightJoined(ctx, started context.Context) {
 	starter := trace.SpanContextFromContext(started)
-	if state := operationFrom(ctx); state != nil && starter.IsValid() {
-		state.span.AddLink(trace.Link{SpanContext: starter, Attributes: []attribute.KeyValue{
-			attribute.String("management.link", "flight")}})
+	if !starter.IsValid() {
+		return
+	}
+	link := trace.Link{SpanContext: starter, Attributes: []attribute.KeyValue{
+		attribute.String("management.link", "flight")}}
+	if state := operationFrom(ctx); state != nil {
+		state.span.AddLink(link)
+		return
+	}
+	// An Authenticator's check is no operation of the SDK's: the link goes
+	// on the span of the request being checked (its server span), as the
+	// authenticate call sits under the request whose check started it.
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddLink(link)
 	}
 }
 

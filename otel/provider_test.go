@@ -192,3 +192,69 @@ func TestFlightLink(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Two checks of one End User token make one call to the service: its spans
+// sit under the request whose check started it, and the other request's
+// span gets a link to that request's span.
+func TestCheckFlightLink(t *testing.T) {
+	srv := fakeWithAda(t)
+	endUser := "Bearer " + srv.IssueEndUserToken("u-ada")
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	sent, release, joined := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	cfg := srv.Config()
+	base := cfg.HTTPClient.Transport
+	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(r.URL.Path, "/authenticate") {
+			sent <- struct{}{}
+			<-release
+		}
+		return base.RoundTrip(r)
+	})}
+	obs := mgmtotel.New(mgmtotel.WithTracerProvider(tp), mgmtotel.WithMeterProvider(metricnoop.NewMeterProvider()))
+	link := obs.FlightJoined
+	obs.FlightJoined = func(ctx, started context.Context) {
+		link(ctx, started)
+		close(joined)
+	}
+	cfg.Observer = obs
+	c, err := management.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &management.Authenticator{Client: c}
+	done := make(chan error, 2)
+	check := func(name string) {
+		ctx, span := tp.Tracer("server").Start(t.Context(), name, trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+		r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://app.example/", nil)
+		r.Header.Set("Authorization", endUser)
+		_, err := a.Check(r)
+		done <- err
+	}
+	go check("request A")
+	<-sent // A's call to the service is under way
+	go check("request B")
+	<-joined
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := tree(spans.Ended())
+	if diff := cmp.Diff([]string{
+		"request A server",
+		"  POST /authenticate internal",
+		"    POST /auth/token internal",
+		"      POST /auth/token client",
+		"    POST /authenticate client",
+		"request B server",
+	}, shape(roots)); diff != "" {
+		t.Fatalf("span trees (-want +got):\n%s", diff)
+	}
+	starter, waiter := roots[0].span, roots[1].span
+	if len(starter.Links()) != 0 || len(waiter.Links()) != 1 || waiter.Links()[0].SpanContext.SpanID() != starter.SpanContext().SpanID() {
+		t.Errorf("links: starter %v, waiter %v; want the waiter's only, to the starter", starter.Links(), waiter.Links())
+	}
+}
