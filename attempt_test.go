@@ -162,7 +162,8 @@ func TestObserverAttemptHeaderCarrier(t *testing.T) {
 		h.Set("Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 		h.Set("tracestate", "k=v")
 		for _, name := range []string{"Authorization", "Cookie", "Host", "Content-Type", "Content-Length", "Proxy-Authorization",
-			"Accept", "User-Agent", "Connection", "Transfer-Encoding", "Bad Name"} {
+			"Accept", "User-Agent", "Connection", "Transfer-Encoding", "Bad Name",
+			"Proxy_Authorization", "content_length", "Transfer_Encoding"} {
 			h[name] = []string{"hook"}
 		}
 		h.Set("X-Split", "a\r\nAuthorization: hook")
