@@ -114,7 +114,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.creds = append([]string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret}, authForms(cache.auth)...)
 	}
 	c.bearer.tokens = c.tokens
-	if err := c.setSharedStore(cfg); err != nil {
+	if err := c.setSharedStore(d); err != nil {
 		return nil, err
 	}
 	c.Users = &UsersService{client: c}

@@ -1,7 +1,6 @@
 package management
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -243,12 +242,13 @@ func (s *sharedStore) note(ctx context.Context, err error) {
 }
 
 // setSharedStore derives the sealer of what the Client stores in a shared
-// store, and with Config.SharedStore shares the management token.
+// store, and with Config.SharedStore shares the management token. cfg has
+// its defaults (Config.withDefaults).
 func (c *Client) setSharedStore(cfg Config) error {
 	if cfg.SharedStoreTimeout < 0 {
 		return errorf("%w: Config.SharedStoreTimeout must not be negative", ErrInvalidArgument)
 	}
-	c.stores.timeout = cmp.Or(cfg.SharedStoreTimeout, defaultSharedStoreTimeout)
+	c.stores.timeout = cfg.SharedStoreTimeout
 	c.stores.host = flightHost{what: "shared store call", logger: c.logger,
 		redactor: func() *redactor { return newRedactor(c.knownCredentials()...) }}
 	master := cfg.SharedStoreKey
