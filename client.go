@@ -168,6 +168,9 @@ type request struct {
 	// credential is the End User's Authorization value that authenticate
 	// checks: redacted from the answer's texts like the SDK's own.
 	credential string
+	// carried is the management token the answer do returned was got
+	// with: the redactor of texts read after do (a verdict's) needs it.
+	carried *Token
 
 	// For an Observer: the route template and its parameters' raw values
 	// (set with named), and what the attempts counted.
@@ -226,6 +229,7 @@ func (c *Client) do(ctx context.Context, req *request, out any) (status int, err
 	defer func() { c.endOperation(ctx, op, req, status, err) }()
 	for why := ResendNone; ; why = ResendReplay {
 		resp, used, err := c.send(ctx, req, &c.bearer, why)
+		req.carried = used
 		if err != nil {
 			return 0, c.redactor(req, used).error(err)
 		}
