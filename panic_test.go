@@ -214,6 +214,10 @@ func TestPanicChild(t *testing.T) {
 // the call by SharedStoreTimeout, fails that store call only: the calls and
 // checks go on without the store, the panic is logged at Error, redacted.
 func testStorePanics(t *testing.T) {
+	synctest.Test(t, testStorePanicsInBubble)
+}
+
+func testStorePanicsInBubble(t *testing.T) {
 	logs := &logBuffer{}
 	store := newMemStore()
 	store.hook = func(_ context.Context, op, _ string) error {
@@ -231,7 +235,10 @@ func testStorePanics(t *testing.T) {
 	if u, err := a.Check(r); err != nil || u.ID != "u-1" {
 		t.Errorf("Check with a panicking store = %v, %v; want u-1", u, err)
 	}
-	a.Forget(t.Context(), r.Header.Get("Authorization"))
+	if err := a.Forget(t.Context(), r.Header.Get("Authorization")); err != nil {
+		t.Errorf("Forget with a panicking store = %v; want nil (logged)", err)
+	}
+	synctest.Wait() // the store calls' goroutines, the token's write-back included, are done
 	if n := c.stores.running.Load(); n != 0 {
 		t.Errorf("%d store calls counted as running after they panicked; want 0", n)
 	}
