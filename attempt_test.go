@@ -222,3 +222,25 @@ func TestResendReasonString(t *testing.T) {
 		}
 	}
 }
+
+// An attempt whose RoundTripper panics still ends with AttemptDone, so
+// that a span the hook started is ended, before the panic goes on to the
+// caller (whose goroutine it is).
+func TestObserverAttemptDoneWhenRoundTripperPanics(t *testing.T) {
+	rec := &attemptRecorder{}
+	c, err := NewClient(Config{BaseURL: mockBaseURL, TokenSource: staticSource(mockSecret), MaxRetries: -1, Observer: rec.observer(),
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { panic("transport") })}})
+	must(t, err)
+	func() {
+		defer func() {
+			if p := recover(); p != "transport" {
+				t.Errorf("recovered %v; want the RoundTripper's panic", p)
+			}
+		}()
+		_, _ = c.Users.Get(t.Context(), "u-1")
+	}()
+	got := rec.recorded()
+	if len(got) != 2 || got[0].Hook != "start" || got[1].Hook != "done" || !strings.Contains(got[1].ErrText, "panicked") {
+		t.Errorf("hooks %+v; want a start, and a done with an error saying the request panicked", got)
+	}
+}

@@ -381,10 +381,23 @@ func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, t
 		hr = hr.WithContext(actx)
 		ctx = actx
 	}
+	// A RoundTripper that panics still ends the attempt (a span the hook
+	// started), before the panic goes on, unrecovered.
+	answered := false
+	defer func() {
+		if !answered {
+			c.doneAttempt(ctx, op, a, req, tok, nil, errAttemptPanicked)
+		}
+	}()
 	resp, err := c.httpClient.Do(hr)
+	answered = true
 	c.doneAttempt(ctx, op, a, req, tok, resp, err)
 	return resp, err
 }
+
+// errAttemptPanicked is the error AttemptDone gets for an attempt whose
+// HTTPClient panicked.
+var errAttemptPanicked = errors.New("the HTTP client panicked")
 
 // sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
