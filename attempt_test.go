@@ -244,3 +244,40 @@ func TestObserverAttemptDoneWhenRoundTripperPanics(t *testing.T) {
 		t.Errorf("hooks %+v; want a start, and a done with an error saying the request panicked", got)
 	}
 }
+
+// An operation that ends in a panic is not reported to OperationDone as a
+// success: the caller's own, and the token request's in its flight.
+func TestObserverOperationDoneWhenPanicking(t *testing.T) {
+	var mu sync.Mutex
+	errs := map[string]error{}
+	obs := &Observer{OperationDone: func(_ context.Context, op Operation, r OperationResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs[op.Route] = r.Err
+	}}
+	rt := roundTripFunc(func(*http.Request) (*http.Response, error) { panic("transport") })
+	c, err := NewClient(Config{BaseURL: mockBaseURL, TokenSource: staticSource(mockSecret), MaxRetries: -1, Observer: obs,
+		HTTPClient: &http.Client{Transport: rt}})
+	must(t, err)
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = c.Users.Get(t.Context(), "u-1")
+	}()
+	mu.Lock()
+	if e, ok := errs["/users/{user_id}"]; !ok || e == nil {
+		t.Errorf("OperationDone for the caller's operation: err %v (called: %v); want the panic reported as an error", e, ok)
+	}
+	clear(errs)
+	mu.Unlock()
+	c, err = NewClient(Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret, MaxRetries: -1, Observer: obs,
+		HTTPClient: &http.Client{Transport: rt}})
+	must(t, err)
+	if _, err := c.Users.Get(t.Context(), "u-1"); err == nil {
+		t.Error("Get succeeded with a token request that panicked")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if e, ok := errs["/auth/token"]; !ok || e == nil {
+		t.Errorf("OperationDone for the token request: err %v (called: %v); want the panic reported as an error", e, ok)
+	}
+}

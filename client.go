@@ -273,6 +273,12 @@ func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, 
 	if op == nil || c.observer.OperationDone == nil {
 		return
 	}
+	if status == 0 && err == nil {
+		// Every return sets one or the other: the operation is ending
+		// in a panic (of a RoundTripper, a TokenSource, a hook), which goes
+		// on after this; it is not a success.
+		err = errOperationPanicked
+	}
 	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
 }
 
@@ -396,8 +402,12 @@ func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, t
 }
 
 // errAttemptPanicked is the error AttemptDone gets for an attempt whose
-// HTTPClient panicked.
-var errAttemptPanicked = errors.New("the HTTP client panicked")
+// HTTPClient panicked, and errOperationPanicked the error OperationDone
+// gets for an operation that ends in a panic.
+var (
+	errAttemptPanicked   = errors.New("the HTTP client panicked")
+	errOperationPanicked = errors.New("management: the operation panicked")
+)
 
 // sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
