@@ -162,7 +162,8 @@ func TestObserverAttemptHeaderCarrier(t *testing.T) {
 		h.Set("Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 		h.Set("tracestate", "k=v")
 		for _, name := range []string{"Authorization", "Cookie", "Host", "Content-Type", "Content-Length", "Proxy-Authorization",
-			"Accept", "User-Agent", "Connection", "Transfer-Encoding", "Bad Name"} {
+			"Accept", "User-Agent", "Connection", "Transfer-Encoding", "Bad Name",
+			"Proxy_Authorization", "content_length", "Transfer_Encoding"} {
 			h[name] = []string{"hook"}
 		}
 		h.Set("X-Split", "a\r\nAuthorization: hook")
@@ -219,5 +220,64 @@ func TestResendReasonString(t *testing.T) {
 		if got := r.String(); got != want {
 			t.Errorf("%d: %q, want %q", r, got, want)
 		}
+	}
+}
+
+// An attempt whose RoundTripper panics still ends with AttemptDone, so
+// that a span the hook started is ended, before the panic goes on to the
+// caller (whose goroutine it is).
+func TestObserverAttemptDoneWhenRoundTripperPanics(t *testing.T) {
+	rec := &attemptRecorder{}
+	c, err := NewClient(Config{BaseURL: mockBaseURL, TokenSource: staticSource(mockSecret), MaxRetries: -1, Observer: rec.observer(),
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { panic("transport") })}})
+	must(t, err)
+	func() {
+		defer func() {
+			if p := recover(); p != "transport" {
+				t.Errorf("recovered %v; want the RoundTripper's panic", p)
+			}
+		}()
+		_, _ = c.Users.Get(t.Context(), "u-1")
+	}()
+	got := rec.recorded()
+	if len(got) != 2 || got[0].Hook != "start" || got[1].Hook != "done" || !strings.Contains(got[1].ErrText, "panicked") {
+		t.Errorf("hooks %+v; want a start, and a done with an error saying the request panicked", got)
+	}
+}
+
+// An operation that ends in a panic is not reported to OperationDone as a
+// success: the caller's own, and the token request's in its flight.
+func TestObserverOperationDoneWhenPanicking(t *testing.T) {
+	var mu sync.Mutex
+	errs := map[string]error{}
+	obs := &Observer{OperationDone: func(_ context.Context, op Operation, r OperationResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs[op.Route] = r.Err
+	}}
+	rt := roundTripFunc(func(*http.Request) (*http.Response, error) { panic("transport") })
+	c, err := NewClient(Config{BaseURL: mockBaseURL, TokenSource: staticSource(mockSecret), MaxRetries: -1, Observer: obs,
+		HTTPClient: &http.Client{Transport: rt}})
+	must(t, err)
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = c.Users.Get(t.Context(), "u-1")
+	}()
+	mu.Lock()
+	if e, ok := errs["/users/{user_id}"]; !ok || e == nil {
+		t.Errorf("OperationDone for the caller's operation: err %v (called: %v); want the panic reported as an error", e, ok)
+	}
+	clear(errs)
+	mu.Unlock()
+	c, err = NewClient(Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret, MaxRetries: -1, Observer: obs,
+		HTTPClient: &http.Client{Transport: rt}})
+	must(t, err)
+	if _, err := c.Users.Get(t.Context(), "u-1"); err == nil {
+		t.Error("Get succeeded with a token request that panicked")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if e, ok := errs["/auth/token"]; !ok || e == nil {
+		t.Errorf("OperationDone for the token request: err %v (called: %v); want the panic reported as an error", e, ok)
 	}
 }

@@ -105,7 +105,7 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 	// The texts of an invalid verdict, and a role that is not one of the
 	// service's, come from outside too.
 	if auth.ClientResponse != nil || (auth.Role != RoleAppUser && auth.Role != RoleServiceAccount && auth.Role != "") {
-		c.redactor(req, nil).verdict(auth)
+		c.redactor(req, req.carried).verdict(auth)
 	}
 	return auth, nil
 }

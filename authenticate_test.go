@@ -232,3 +232,23 @@ func TestAuthenticateRedactsToken(t *testing.T) {
 		})
 	}
 }
+
+// The texts of an invalid verdict, relayed to the End User, pass the
+// redactor of the attempt that got them: the management token it carried
+// is removed as well as the End User's.
+func TestAuthenticateVerdictRedactsManagementToken(t *testing.T) {
+	c, mt := setup(t, Config{MaxRetries: -1})
+	mt.RegisterResponder(http.MethodPost, authnEndpoint, jsonResponder(200, map[string]any{
+		"is_token_valid": false,
+		"to_client_response": map[string]any{"http_code": 401, "http_body": map[string]any{
+			"error_code": 401, "reason": "auth.unauthorized", "error_message": "checked by Bearer " + mockToken,
+		}},
+	}))
+	auth, err := c.Authenticate(context.Background(), "Bearer eu-end-user-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := auth.ClientResponse.HTTPBody.ErrorMessage; strings.Contains(got, mockToken) {
+		t.Errorf("the relayed message %q holds the management token", got)
+	}
+}

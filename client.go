@@ -114,7 +114,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.creds = append([]string{cfg.ClientSecret, cfg.ClientID + ":" + cfg.ClientSecret}, authForms(cache.auth)...)
 	}
 	c.bearer.tokens = c.tokens
-	if err := c.setSharedStore(cfg); err != nil {
+	if err := c.setSharedStore(d); err != nil {
 		return nil, err
 	}
 	c.Users = &UsersService{client: c}
@@ -168,6 +168,9 @@ type request struct {
 	// credential is the End User's Authorization value that authenticate
 	// checks: redacted from the answer's texts like the SDK's own.
 	credential string
+	// carried is the management token the answer do returned was got
+	// with: the redactor of texts read after do (a verdict's) needs it.
+	carried *Token
 
 	// For an Observer: the route template and its parameters' raw values
 	// (set with named), and what the attempts counted.
@@ -226,6 +229,7 @@ func (c *Client) do(ctx context.Context, req *request, out any) (status int, err
 	defer func() { c.endOperation(ctx, op, req, status, err) }()
 	for why := ResendNone; ; why = ResendReplay {
 		resp, used, err := c.send(ctx, req, &c.bearer, why)
+		req.carried = used
 		if err != nil {
 			return 0, c.redactor(req, used).error(err)
 		}
@@ -268,6 +272,12 @@ func (c *Client) startOperation(ctx context.Context, req *request) (context.Cont
 func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, status int, err error) {
 	if op == nil || c.observer.OperationDone == nil {
 		return
+	}
+	if status == 0 && err == nil {
+		// Every return sets one or the other: the operation is ending
+		// in a panic (of a RoundTripper, a TokenSource, a hook), which goes
+		// on after this; it is not a success.
+		err = errOperationPanicked
 	}
 	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
 }
@@ -377,10 +387,27 @@ func (c *Client) sendOnce(ctx context.Context, req *request, hr *http.Request, t
 		hr = hr.WithContext(actx)
 		ctx = actx
 	}
+	// A RoundTripper that panics still ends the attempt (a span the hook
+	// started), before the panic goes on, unrecovered.
+	answered := false
+	defer func() {
+		if !answered {
+			c.doneAttempt(ctx, op, a, req, tok, nil, errAttemptPanicked)
+		}
+	}()
 	resp, err := c.httpClient.Do(hr)
+	answered = true
 	c.doneAttempt(ctx, op, a, req, tok, resp, err)
 	return resp, err
 }
+
+// errAttemptPanicked is the error AttemptDone gets for an attempt whose
+// HTTPClient panicked, and errOperationPanicked the error OperationDone
+// gets for an operation that ends in a panic.
+var (
+	errAttemptPanicked   = errors.New("the HTTP client panicked")
+	errOperationPanicked = errors.New("management: the operation panicked")
+)
 
 // sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {

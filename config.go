@@ -132,6 +132,7 @@ func (c Config) withDefaults() Config {
 	c.PathPrefix = cmp.Or(c.PathPrefix, defaultPathPrefix)
 	c.UnsetMarker = cmp.Or(c.UnsetMarker, defaultUnsetMarker)
 	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, defaultMaxResponseBytes)
+	c.SharedStoreTimeout = cmp.Or(c.SharedStoreTimeout, defaultSharedStoreTimeout)
 	return c
 }
 
@@ -173,6 +174,7 @@ func (c Config) fields() []configField {
 		{"AllowInsecureHTTP", "allow_insecure_http", d.AllowInsecureHTTP, false},
 		{"MaxResponseBytes", "max_response_bytes", d.MaxResponseBytes, false},
 		{"SharedStore", "shared_store", d.SharedStore != nil, false},
+		{"SharedStoreTimeout", "shared_store_timeout", d.SharedStoreTimeout, false},
 	}
 }
 

@@ -336,12 +336,15 @@ func (c *Client) startAttempt(ctx context.Context, op Operation, a Attempt, hr *
 
 // propagated reports whether a field an AttemptStart hook set may be
 // sent: a valid name that neither carries nor steers credentials, nor
-// changes how the request is framed or routed.
+// changes how the request is framed or routed. A name is judged with its
+// underscores read as hyphens, as CGI and some proxies read them:
+// "Proxy_Authorization" is Proxy-Authorization to them.
 func propagated(name string) bool {
-	if name == "" || strings.HasPrefix(name, "Content-") || strings.HasPrefix(name, "Proxy-") {
+	hyphenated := http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))
+	if name == "" || strings.HasPrefix(hyphenated, "Content-") || strings.HasPrefix(hyphenated, "Proxy-") {
 		return false
 	}
-	switch name {
+	switch hyphenated {
 	case "Authorization", "Cookie", "Host", "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect":
 		return false
 	}

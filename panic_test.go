@@ -207,6 +207,48 @@ func TestPanicChild(t *testing.T) {
 		}
 	})
 	t.Run("1000 panics leave nothing behind", testPanicsLeaveNothingBehind)
+	t.Run("shared store panics", testStorePanics)
+}
+
+// A SharedStore that panics on every call, in the goroutine that bounds
+// the call by SharedStoreTimeout, fails that store call only: the calls and
+// checks go on without the store, the panic is logged at Error, redacted.
+func testStorePanics(t *testing.T) {
+	synctest.Test(t, testStorePanicsInBubble)
+}
+
+func testStorePanicsInBubble(t *testing.T) {
+	logs := &logBuffer{}
+	store := newMemStore()
+	store.hook = func(_ context.Context, op, _ string) error {
+		panic("store " + op + " with password " + mockSecret)
+	}
+	c, err := NewClient(Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret, MaxRetries: -1,
+		SharedStore: store, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		HTTPClient: &http.Client{Transport: serviceTransport(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Authenticator{Client: c, SharedStore: store}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Authorization", "Bearer eu-valid-1")
+	if u, err := a.Check(r); err != nil || u.ID != "u-1" {
+		t.Errorf("Check with a panicking store = %v, %v; want u-1", u, err)
+	}
+	if err := a.Forget(t.Context(), r.Header.Get("Authorization")); err != nil {
+		t.Errorf("Forget with a panicking store = %v; want nil (logged)", err)
+	}
+	synctest.Wait() // the store calls' goroutines, the token's write-back included, are done
+	if n := c.stores.running.Load(); n != 0 {
+		t.Errorf("%d store calls counted as running after they panicked; want 0", n)
+	}
+	text := logs.String()
+	if !strings.Contains(text, `"level":"ERROR"`) || !strings.Contains(text, "store get") {
+		t.Errorf("the store's panic was not logged at Error:\n%s", text)
+	}
+	if strings.Contains(text, mockSecret) {
+		t.Errorf("the log holds the client secret:\n%s", text)
+	}
 }
 
 type panickingSource struct{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,19 +93,10 @@ func (r *redactor) add(c string) {
 		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
 		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
 	} {
-		if !containsString(r.forms, f) {
+		if !slices.Contains(r.forms, f) {
 			r.forms = append(r.forms, f)
 		}
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // text returns s without the credentials.

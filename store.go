@@ -1,7 +1,6 @@
 package management
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -21,8 +20,8 @@ import (
 // nor forge a verdict. Keys are derived by the SDK and never contain a secret
 // or a token. Each operation touches one key.
 //
-// Implementations must be safe for concurrent use. A store that fails or is
-// slow never fails a call of the SDK: the SDK falls back to what it does
+// Implementations must be safe for concurrent use. A store that fails, is
+// slow or panics never fails a call of the SDK: the SDK falls back to what it does
 // without a store, and logs. Each call is given a context that ends after
 // Config.SharedStoreTimeout, and the SDK abandons a call that outlives it,
 // whether or not the store honours the context: the call goes on in the
@@ -73,6 +72,9 @@ type storeGuard struct {
 	running   atomic.Int64 // calls running, abandoned ones included; <= maxStoreCalls
 	abandoned atomic.Int64 // calls abandoned in all (logged when a failure streak ends)
 	polls     pollTurns    // the rounds of the waits on leases (see awaitLease)
+	// host logs a store's panic, which happens in callStore's goroutine,
+	// where no caller's recover reaches: the call fails, the process lives.
+	host flightHost
 }
 
 // guarded is store with every call bounded by g.
@@ -86,7 +88,8 @@ func (g *storeGuard) guard(store SharedStore) guarded { return guarded{store, g}
 
 // callStore runs op with a context bounded by g.timeout, and returns its
 // result, or an error matching context.DeadlineExceeded once the timeout
-// passes (ctx's error once ctx ends), abandoning op.
+// passes (ctx's error once ctx ends), abandoning op. A panic of op is its
+// error, logged (see flightHost.panicked).
 func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if g.running.Add(1) > maxStoreCalls {
@@ -102,6 +105,11 @@ func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Contex
 	done := make(chan result, 1)
 	go func() {
 		defer g.running.Add(-1)
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: g.host.panicked(ctx, p)}
+			}
+		}()
 		v, err := op(ctx)
 		done <- result{v, err}
 	}()
@@ -234,12 +242,15 @@ func (s *sharedStore) note(ctx context.Context, err error) {
 }
 
 // setSharedStore derives the sealer of what the Client stores in a shared
-// store, and with Config.SharedStore shares the management token.
+// store, and with Config.SharedStore shares the management token. cfg has
+// its defaults (Config.withDefaults).
 func (c *Client) setSharedStore(cfg Config) error {
 	if cfg.SharedStoreTimeout < 0 {
 		return errorf("%w: Config.SharedStoreTimeout must not be negative", ErrInvalidArgument)
 	}
-	c.stores.timeout = cmp.Or(cfg.SharedStoreTimeout, defaultSharedStoreTimeout)
+	c.stores.timeout = cfg.SharedStoreTimeout
+	c.stores.host = flightHost{what: "shared store call", logger: c.logger,
+		redactor: func() *redactor { return newRedactor(c.knownCredentials()...) }}
 	master := cfg.SharedStoreKey
 	switch {
 	case len(master) > 0 && len(master) < minSharedStoreKey:

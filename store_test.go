@@ -8,27 +8,30 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // failingStore is a SharedStore that is down: every operation fails. (The
-// SharedStore behaviour against a real Redis is tested in redisstore.)
-type failingStore struct{ calls int }
+// SharedStore behaviour against a real Redis is tested in redisstore.) Its
+// calls run in the SDK's goroutines, the token's write-back among them,
+// which may outlive the call that started it: calls is atomic.
+type failingStore struct{ calls atomic.Int64 }
 
 var errStoreDown = errors.New("store down")
 
 func (s *failingStore) Get(context.Context, string) ([]byte, error) {
-	s.calls++
+	s.calls.Add(1)
 	return nil, errStoreDown
 }
 func (s *failingStore) Set(context.Context, string, []byte, time.Duration) error {
-	s.calls++
+	s.calls.Add(1)
 	return errStoreDown
 }
-func (s *failingStore) Delete(context.Context, string) error { s.calls++; return errStoreDown }
+func (s *failingStore) Delete(context.Context, string) error { s.calls.Add(1); return errStoreDown }
 func (s *failingStore) TryLock(context.Context, string, time.Duration) (func(context.Context) error, bool, error) {
-	s.calls++
+	s.calls.Add(1)
 	return nil, false, errStoreDown
 }
 
@@ -71,9 +74,9 @@ func TestSharedStoreSetup(t *testing.T) {
 // A store that is down fails no call, is never taken for a verdict, and is
 // logged once however many calls meet it.
 func TestFailingStoreFailsNoCall(t *testing.T) {
-	var logs bytes.Buffer
+	logs := &logBuffer{} // the write-back goroutine may log after the checks
 	store := &failingStore{}
-	c, mt := setup(t, Config{SharedStore: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c, mt := setup(t, Config{SharedStore: store, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate",
 		jsonResponder(http.StatusOK, map[string]any{"is_token_valid": true, "user_id": "u-1", "user_role": "APPUSER"}))
 	a := &Authenticator{Client: c, SharedStore: store}
@@ -85,7 +88,7 @@ func TestFailingStoreFailsNoCall(t *testing.T) {
 			t.Fatalf("check %d: %v, %v; want u-1", i, u, err)
 		}
 	}
-	if store.calls == 0 {
+	if store.calls.Load() == 0 {
 		t.Fatal("the store was never asked")
 	}
 	if got := strings.Count(logs.String(), "shared store failing"); got != 2 { // one streak for tokens, one for verdicts
