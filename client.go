@@ -282,6 +282,18 @@ func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, 
 	c.observer.OperationDone(ctx, *op, OperationResult{Status: status, Attempts: req.attempts, RetryWait: req.waited, Err: err})
 }
 
+// notAuthorized is the error of req when its n-th request got no token: a
+// *TransportError naming the operation when the caller's context ended
+// while it waited (the README's error table promises one for a context
+// that ended), else the token's own error as it is (a *TokenError, or the
+// TokenSource's error, unchanged).
+func (c *Client) notAuthorized(ctx context.Context, req *request, n int, err error) error {
+	if ctx.Err() != nil {
+		return &TransportError{Method: req.method, Path: req.path, Attempts: n - 1, Err: err}
+	}
+	return err
+}
+
 // send makes req's HTTP requests through the retry policy and returns the
 // final answer (any status) or a *TransportError, with the token the last
 // request carried (nil with the client credentials): the redactor of an
@@ -298,7 +310,7 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 	for n := 1; ; n, why = n+1, ResendRetry {
 		header, t, err := auth.authorize(ctx)
 		if err != nil {
-			return nil, tok, err
+			return nil, tok, c.notAuthorized(ctx, req, n, err)
 		}
 		tok = t
 		hr, err := c.newHTTPRequest(ctx, req, header)

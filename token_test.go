@@ -694,3 +694,31 @@ func TestFailingRefreshNeverDelaysCallersWithoutAToken(t *testing.T) {
 		}
 	})
 }
+
+// A call whose context ends while it waits for the management token fails
+// with a *TransportError naming the call, as the README's error table says
+// of a context that ended, and the deadline still matches through it.
+func TestTokenWaitDeadlineIsATransportError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, mt := setup(t)
+		release := make(chan struct{})
+		defer close(release)
+		mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return nil, r.Context().Err()
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.Users.Get(ctx, "u-1")
+		var te *TransportError
+		if !errors.As(err, &te) || te.Method != http.MethodGet || te.Path != "/users/u-1" || te.Attempts != 0 {
+			t.Fatalf("err = %#v (%v); want a *TransportError for GET /users/u-1, not sent", err, err)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v; want it to match context.DeadlineExceeded", err)
+		}
+	})
+}
