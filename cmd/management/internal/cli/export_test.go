@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -432,5 +434,39 @@ func TestExportResealedCheckpoint(t *testing.T) {
 		if now, _ := os.ReadFile(out); string(now) != string(output) {
 			t.Errorf("offset %d: the output changed", offset)
 		}
+	}
+}
+
+// hostileLink answers every list of Users with one User and a next_page
+// link that holds terminal control sequences, as a hostile or broken
+// service might: the SDK hands the link over as the service wrote it.
+type hostileLink struct{ next http.RoundTripper }
+
+const hostileNextPage = "/v2/api/management/service_connect/users?page=\x1b]0;pwned\a\x1b[2J"
+
+func (h hostileLink) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/users") {
+		return h.next.RoundTrip(req)
+	}
+	body, _ := json.Marshal(map[string]any{"users": []any{map[string]any{"id": "u-1"}}, "next_page": hostileNextPage})
+	return &http.Response{
+		StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(body)), Request: req,
+	}, nil
+}
+
+// TestListPagesEscapesLink: the link --pages prints comes from the
+// service, so its control characters are shown escaped, never raw.
+func TestListPagesEscapesLink(t *testing.T) {
+	srv := managementtest.NewInMemoryServer()
+	e := useServer(t, srv)
+	e.stderrTTY = true
+	e.httpClient = &http.Client{Transport: hostileLink{next: e.httpClient.Transport}}
+	r := e.run(t, "users", "list", "--pages", "1")
+	if r.code != ExitOK || !strings.Contains(r.stderr, "--next-page") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if strings.ContainsAny(r.stderr, "\x1b\a") || !strings.Contains(r.stderr, `\x1b]0;pwned\a\x1b[2J`) {
+		t.Errorf("stderr %q: want the link's control characters escaped", r.stderr)
 	}
 }
