@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -35,6 +36,11 @@ func runPTY(t *testing.T, bin string, env []string, cols uint16, args ...string)
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
+		// CI must show what a terminal receives: there, no terminal is a
+		// failure, as a missing redis-server is.
+		if os.Getenv("MANAGEMENT_REQUIRE_SERVERS") != "" {
+			t.Fatalf("no pseudo-terminal (MANAGEMENT_REQUIRE_SERVERS is set): %v", err)
+		}
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
 	defer ptmx.Close()
@@ -165,5 +171,32 @@ func TestProgressOnlyWhereItCanShow(t *testing.T) {
 		if got := export(c.term, 100, c.extra...); strings.Contains(got, "Exporting") || strings.Contains(got, "\x1b") {
 			t.Errorf("TERM=%s %v: a bar was drawn:\n%q", c.term, c.extra, got)
 		}
+	}
+}
+
+// TestExportProgressOnTerminal: with standard error a terminal (a
+// pseudo-terminal here), an export draws its progress bar there: the
+// count, the rate and the elapsed time, redrawn in place.
+func TestExportProgressOnTerminal(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 3000)
+	// Slow pages, so that the bar is drawn a few times before the end.
+	srv.DelayNext(managementtest.RouteListUsers, 10, 60*time.Millisecond)
+
+	r := runPTY(t, bin, setEnv(toolEnv(srv), "TERM=xterm-256color"), 100, // not dumb, whatever the test's terminal
+		"users", "export", "--out", filepath.Join(t.TempDir(), "u.jsonl"))
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.screen)
+	}
+	got := r.screen
+	for _, want := range []string{"Exporting", "3000 Users", "/s", "\x1b[", "Exported 3000 Users to "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal shows no %q:\n%q", want, got)
+		}
+	}
+	if strings.Count(got, "Exporting") < 2 {
+		t.Errorf("the bar was drawn once, not updated:\n%q", got)
 	}
 }
