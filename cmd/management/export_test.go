@@ -105,10 +105,7 @@ func trim(s string) string {
 // and asks nothing of the service.
 func TestExportRefusesSameFile(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 3)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 3)
 	for _, c := range []struct {
 		name      string
 		setup     func(t *testing.T, dir string)
@@ -172,10 +169,7 @@ func mustDo(t *testing.T, err error) {
 func TestExportRefusesNonEmptyOut(t *testing.T) {
 	const n = 30
 	bin := buildTool(t)
-	srv := managementtest.NewServer(managementtest.WithPageSize(10))
-	defer srv.Close()
-	seed(srv, n)
-	env := toolEnv(srv)
+	_, env := fakeService(t, n, managementtest.WithPageSize(10))
 	for _, withCkpt := range []bool{false, true} {
 		dir := t.TempDir()
 		precious("users.jsonl")(t, dir)
@@ -211,10 +205,7 @@ func TestExportRefusesNonEmptyOut(t *testing.T) {
 func TestExportOneRunAtATime(t *testing.T) {
 	const n = 300
 	bin := buildTool(t)
-	srv := managementtest.NewServer(managementtest.WithPageSize(100))
-	defer srv.Close()
-	seed(srv, n)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, n, managementtest.WithPageSize(100))
 	dir := t.TempDir()
 	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "users.ckpt")
 	precious("users.jsonl")(t, dir)

@@ -115,6 +115,9 @@ func start(t *testing.T, bin string, env []string, args ...string) *started {
 		t.Fatal(err)
 	}
 	go func() { s.done <- cmd.Wait() }()
+	// A test that fails while the tool runs leaves no process behind; after
+	// the test waited for it, the kill does nothing.
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return s
 }
 
@@ -338,4 +341,15 @@ func TestExportInterruptedBySIGINT(t *testing.T) {
 		t.Fatalf("resume: %v\n%s", err, s.stderr)
 	}
 	checkAllOnce(t, out, n)
+}
+
+// fakeService starts a fake service on a loopback port holding users Users
+// (see seed), closed when the test ends, and returns it with the
+// environment that points the tool at it.
+func fakeService(t *testing.T, users int, opts ...managementtest.Option) (*managementtest.Server, []string) {
+	t.Helper()
+	srv := managementtest.NewServer(opts...)
+	t.Cleanup(srv.Close)
+	seed(srv, users)
+	return srv, toolEnv(srv)
 }

@@ -65,10 +65,7 @@ func setEnv(env []string, kv ...string) []string {
 // the help lists them all, 130 included (TestInterruptedList).
 func TestExitCodes(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 3)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 3)
 	for _, c := range []struct {
 		name string
 		env  []string
@@ -103,10 +100,7 @@ func TestExitCodes(t *testing.T) {
 func TestInterruptedList(t *testing.T) {
 	const n = 40
 	bin := buildTool(t)
-	srv := managementtest.NewServer(managementtest.WithPageSize(10))
-	defer srv.Close()
-	seed(srv, n)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, n, managementtest.WithPageSize(10))
 	// The first two pages at once, the third one slow: Ctrl-C lands while it is fetched.
 	srv.DelayNext(managementtest.RouteListUsers, 2, time.Millisecond)
 	srv.DelayNext(managementtest.RouteListUsers, 1, time.Minute)
@@ -243,10 +237,7 @@ func TestMessagesForOperators(t *testing.T) {
 // id, the short not-found message included.
 func TestRequestIDShown(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 1)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 1)
 	answer := func(status int, body string) managementtest.Response {
 		return managementtest.Response{Status: status, Header: http.Header{"X-Request-Id": {"req-4711"}, "Content-Type": {"application/json"}}, Body: body}
 	}
@@ -265,10 +256,7 @@ func TestRequestIDShown(t *testing.T) {
 // next read shows the association gone.
 func TestAssociateAcrossRuns(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 1)
-	env := toolEnv(srv)
+	_, env := fakeService(t, 1)
 	args := []string{"users", "associate", "u-000000", "cam-9", "--model", "C-9", "--firmware-version", "1.0"}
 	for i, want := range []string{
 		"Associated Thing cam-9 with User u-000000: a new Thing, created now\n",
@@ -291,10 +279,7 @@ func TestAssociateAcrossRuns(t *testing.T) {
 // before any request.
 func TestJSONNullAndJQ(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 3)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 3)
 
 	r := runTool(t, bin, setEnv(env, "MANAGEMENT_END_USER_TOKEN=not-a-token"), "", "token", "check", "-o", "json")
 	var verdict map[string]any
