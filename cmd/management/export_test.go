@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,29 +20,12 @@ import (
 // loses or mixes data, whatever the flags, the files on disk or the
 // environment say.
 
-// ran is a finished run of the tool.
-type ran struct {
-	code   int
-	stderr string
-}
-
-// runIn runs the tool in dir to its end.
-func runIn(t *testing.T, bin string, env []string, dir string, args ...string) ran {
+// runIn runs the tool in dir to its end, with no input.
+func runIn(t *testing.T, bin string, env []string, dir string, args ...string) toolRun {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir = env, dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return ran{0, stderr.String()}
-	case errors.As(err, &exit):
-		return ran{exit.ExitCode(), stderr.String()}
-	}
-	t.Fatal(err)
-	return ran{}
+	return runCmd(t, cmd)
 }
 
 // snapshot is what dir holds: each name with its contents, or the target

@@ -34,17 +34,28 @@ func runTool(t *testing.T, bin string, env []string, stdin string, args ...strin
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd, the tool, to its end and returns what it wrote.
+func runCmd(t *testing.T, cmd *exec.Cmd) toolRun {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
+	return toolRun{exitStatus(t, cmd.Run()), out.String(), errOut.String()}
+}
+
+// exitStatus is the exit status of a tool that ended with err, as its
+// Wait or Run returned it.
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		code = exit.ExitCode()
+		return exit.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return toolRun{code, out.String(), errOut.String()}
+	return 0
 }
 
 // setEnv is env with each "NAME=value" of kv in place of NAME's earlier

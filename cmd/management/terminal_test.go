@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -63,14 +62,7 @@ func runPTY(t *testing.T, bin string, env []string, cols uint16, args ...string)
 	}()
 	err = cmd.Wait()
 	<-read
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return ptyRun{screen.String(), code}
+	return ptyRun{screen.String(), exitStatus(t, err)}
 }
 
 // hostile is a Thing name an End User could set: it retitles the window,

@@ -182,24 +182,34 @@ func TestExportResumesAfterFailure(t *testing.T) {
 	}
 }
 
-// TestExportResumeTruncates: what was written after the last checkpoint
-// (a page whose checkpoint was not saved, half a line) is dropped on
-// resume, not kept as a duplicate.
-func TestExportResumeTruncates(t *testing.T) {
-	const n = 500
+// failedExport seeds n Users, in pages of 100, and runs an export with a
+// checkpoint that fails at its third page (a 503, not retried): it returns
+// how to run the tool again, the export's arguments, and its output and
+// checkpoint, which record two pages.
+func failedExport(t *testing.T, n int) (e env, args []string, out, ckpt string) {
+	t.Helper()
 	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(100))
 	seedUsers(srv, n)
-	e := useServer(t, srv)
+	e = useServer(t, srv)
 	t.Setenv(management.EnvMaxRetries, "-1")
 	e.httpClient = &http.Client{Transport: &onListRequest{next: e.httpClient.Transport, n: 3, hook: func() {
 		srv.FailNext(managementtest.RouteListUsers, 1, http.StatusServiceUnavailable, 0)
 	}}}
 	dir := t.TempDir()
-	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "ckpt")
-	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
+	out, ckpt = filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "ckpt")
+	args = []string{"users", "export", "--out", out, "--checkpoint", ckpt}
 	if r := e.run(t, args...); r.code != ExitFailure {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
+	return e, args, out, ckpt
+}
+
+// TestExportResumeTruncates: what was written after the last checkpoint
+// (a page whose checkpoint was not saved, half a line) is dropped on
+// resume, not kept as a duplicate.
+func TestExportResumeTruncates(t *testing.T) {
+	const n = 500
+	e, args, out, _ := failedExport(t, n)
 	// As if the next page had been written, and half of one more, when the
 	// process was killed before it could save its checkpoint.
 	file, err := os.OpenFile(out, os.O_WRONLY|os.O_APPEND, 0)
@@ -400,19 +410,7 @@ func TestExportKeepsOutputOnUsageError(t *testing.T) {
 // still refused, by the hash of the output it records, and nothing is
 // written.
 func TestExportResealedCheckpoint(t *testing.T) {
-	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(100))
-	seedUsers(srv, 500)
-	e := useServer(t, srv)
-	t.Setenv(management.EnvMaxRetries, "-1")
-	e.httpClient = &http.Client{Transport: &onListRequest{next: e.httpClient.Transport, n: 3, hook: func() {
-		srv.FailNext(managementtest.RouteListUsers, 1, http.StatusServiceUnavailable, 0)
-	}}}
-	dir := t.TempDir()
-	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "ckpt")
-	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
-	if r := e.run(t, args...); r.code != ExitFailure {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-	}
+	e, args, out, ckpt := failedExport(t, 500)
 	output, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
