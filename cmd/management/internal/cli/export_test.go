@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -466,5 +467,26 @@ func TestListPagesEscapesLink(t *testing.T) {
 	}
 	if strings.ContainsAny(r.stderr, "\x1b\a") || !strings.Contains(r.stderr, `\x1b]0;pwned\a\x1b[2J`) {
 		t.Errorf("stderr %q: want the link's control characters escaped", r.stderr)
+	}
+}
+
+// TestExportDanglingCheckpointLink: a --checkpoint that is a symbolic link
+// to a missing file is refused for what it is, at once; it is not taken
+// for a checkpoint another run holds, and nothing is written.
+func TestExportDanglingCheckpointLink(t *testing.T) {
+	srv := managementtest.NewInMemoryServer()
+	seedUsers(srv, 3)
+	e := useServer(t, srv)
+	dir := t.TempDir()
+	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "users.ckpt")
+	if err := os.Symlink(filepath.Join(dir, "gone", "users.ckpt"), ckpt); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(t, "users", "export", "--out", out, "--checkpoint", ckpt)
+	if r.code == ExitOK || strings.Contains(r.stderr, "another export") || !strings.Contains(r.stderr, "symbolic link") {
+		t.Errorf("exit %d, stderr %q; want a failure naming the dangling symbolic link", r.code, r.stderr)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the output was created: %v", err)
 	}
 }
