@@ -382,7 +382,8 @@ func (e *export[T]) page(p *management.Page[*T]) (bool, error) {
 	return true, e.save()
 }
 
-// save writes the checkpoint.
+// save writes the checkpoint, and notes that this run did: a checkpoint
+// the run created is then kept when it ends (see checkpointFile.release).
 func (e *export[T]) save() error {
 	if err := e.ckpt.save(e.state); err != nil {
 		return err
