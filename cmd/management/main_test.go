@@ -98,19 +98,22 @@ func seed(srv *managementtest.Server, n int) int {
 	return len(line) + 1
 }
 
-// started is a running tool.
+// started is a running tool; its output is read once done has said it
+// ended.
 type started struct {
-	cmd    *exec.Cmd
-	done   chan error
-	stderr *bytes.Buffer
+	cmd            *exec.Cmd
+	done           chan error
+	stdout, stderr *bytes.Buffer
 }
 
+// start starts the tool with env and args; done receives the error of its
+// Wait.
 func start(t *testing.T, bin string, env []string, args ...string) *started {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	s := &started{cmd: cmd, done: make(chan error, 1), stderr: new(bytes.Buffer)}
-	cmd.Stderr = s.stderr
+	s := &started{cmd: cmd, done: make(chan error, 1), stdout: new(bytes.Buffer), stderr: new(bytes.Buffer)}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

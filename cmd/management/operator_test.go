@@ -115,28 +115,25 @@ func TestInterruptedList(t *testing.T) {
 	// The first two pages at once, the third one slow: Ctrl-C lands while it is fetched.
 	srv.DelayNext(managementtest.RouteListUsers, 2, time.Millisecond)
 	srv.DelayNext(managementtest.RouteListUsers, 1, time.Minute)
-	cmd := exec.Command(bin, "users", "list")
-	cmd.Env = env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s := start(t, bin, env, "users", "list")
 	tick := time.NewTicker(time.Millisecond) // the fake has no notification: poll it
 	defer tick.Stop()
 	for srv.Requests(managementtest.RouteListUsers) < 3 {
-		<-tick.C
+		select {
+		case err := <-s.done:
+			t.Fatalf("the list ended before it could be interrupted: %v\n%s", err, s.stderr)
+		case <-tick.C:
+		}
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	var exit *exec.ExitError
-	if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130; stderr %q", err, errOut.String())
+	if code := exitStatus(t, <-s.done); code != 130 {
+		t.Fatalf("exit %d, want 130; stderr %q", code, s.stderr)
 	}
-	m := regexp.MustCompile(`^management: interrupted after 20 Users: resume with --next-page '([^']+)'\n$`).FindStringSubmatch(errOut.String())
+	m := regexp.MustCompile(`^management: interrupted after 20 Users: resume with --next-page '([^']+)'\n$`).FindStringSubmatch(s.stderr.String())
 	if m == nil {
-		t.Fatalf("stderr = %q, want how to resume", errOut.String())
+		t.Fatalf("stderr = %q, want how to resume", s.stderr)
 	}
 	srv.ClearFaults()
 	rest := runTool(t, bin, env, "", "users", "list", "--next-page", m[1])
@@ -144,7 +141,7 @@ func TestInterruptedList(t *testing.T) {
 		t.Fatalf("resume: exit %d, stderr %q", rest.code, rest.stderr)
 	}
 	seen := make(map[string]int)
-	for _, line := range strings.Split(strings.TrimSpace(out.String()+rest.stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(s.stdout.String()+rest.stdout), "\n") {
 		var u management.User
 		if err := json.Unmarshal([]byte(line), &u); err != nil {
 			t.Fatalf("%q: %v", line, err)
