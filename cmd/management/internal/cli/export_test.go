@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -447,11 +445,7 @@ func (h hostileLink) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !strings.HasSuffix(req.URL.Path, "/users") {
 		return h.next.RoundTrip(req)
 	}
-	body, _ := json.Marshal(map[string]any{"users": []any{map[string]any{"id": "u-1"}}, "next_page": hostileNextPage})
-	return &http.Response{
-		StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
-		Body: io.NopCloser(bytes.NewReader(body)), Request: req,
-	}, nil
+	return jsonAnswer(req, map[string]any{"users": []any{map[string]any{"id": "u-1"}}, "next_page": hostileNextPage}), nil
 }
 
 // TestListPagesEscapesLink: the link --pages prints comes from the
