@@ -97,6 +97,33 @@ func TestTableIsSafeOnTerminal(t *testing.T) {
 	}
 }
 
+// TestJSONIsSafeOnTerminal: JSON and JSON lines on a terminal carry no
+// control character raw either (encoding/json leaves DEL, the C1 controls
+// and format characters as they are): they are \u escapes, so the text
+// still decodes to the exact name.
+func TestJSONIsSafeOnTerminal(t *testing.T) {
+	bin := buildTool(t)
+	srv, env := fakeService(t, 0)
+	srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "lamp-1", Name: hostile, Model: "L-1", FirmwareVersion: "1"}})
+	env = setEnv(env, "TERM=xterm-256color")
+	for _, args := range [][]string{{"things", "get", "lamp-1", "-o", "json"}, {"things", "list", "-o", "jsonl"}, {"things", "export", "--no-progress"}} {
+		r := runPTY(t, bin, env, 200, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d:\n%s", args, r.code, r.screen)
+		}
+		screen, _, _ := strings.Cut(r.screen, "Exported ") // export's summary, on the same terminal
+		if i := strings.IndexFunc(screen, func(c rune) bool {
+			return c < 0x20 && c != '\r' && c != '\n' || c == 0x7f || c >= 0x80 && c < 0xa0 || c == '\u202e'
+		}); i >= 0 {
+			t.Errorf("%v: the terminal received a control character raw at %d:\n%q", args, i, screen)
+		}
+		var thing management.Thing
+		if err := json.NewDecoder(strings.NewReader(screen)).Decode(&thing); err != nil || thing.Name != hostile {
+			t.Errorf("%v: name %q (%v), want it exact:\n%q", args, thing.Name, err, screen)
+		}
+	}
+}
+
 // TestMachineFormatsAreExact: json, jsonl and csv keep the hostile name
 // exact: decoding them gives it back byte for byte.
 func TestMachineFormatsAreExact(t *testing.T) {

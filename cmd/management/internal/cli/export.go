@@ -272,7 +272,7 @@ func (e *export[T]) startOver() error {
 // create starts the output afresh: standard output, or a new (or
 // truncated) file.
 func (e *export[T]) create() error {
-	w := io.Writer(e.io.Out)
+	w := e.io.OutFor(e.state.Options.Format)
 	if path := e.state.Options.Out; path != "" {
 		file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {

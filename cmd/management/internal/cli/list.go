@@ -194,7 +194,7 @@ func listRun[T any](ctx context.Context, opts *ListOptions[T]) error {
 	if err != nil {
 		return err
 	}
-	iw := newItemWriter(opts.IO.Out, out, res.cols, 0)
+	iw := newItemWriter(opts.IO.OutFor(out), out, res.cols, 0)
 	if err := iw.header(); err != nil {
 		return err
 	}
