@@ -195,15 +195,7 @@ func TestExportOneRunAtATime(t *testing.T) {
 
 	srv.DelayNext(managementtest.RouteListUsers, 1, time.Minute) // ended by the kill
 	first := start(t, bin, env, append(args, "--force")...)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for srv.Requests(managementtest.RouteListUsers) == 0 {
-		select {
-		case err := <-first.done:
-			t.Fatalf("the first run ended: %v\n%s", err, first.stderr)
-		case <-tick.C:
-		}
-	}
+	waitUntil(t, first, "its first page was asked for", func() bool { return srv.Requests(managementtest.RouteListUsers) > 0 })
 	checkInvariant(t, out, ckpt)
 	if fileSize(ckpt) == 0 {
 		t.Fatal("no checkpoint while the first page is on its way")
@@ -236,19 +228,11 @@ func partialExport(t *testing.T, bin string, srv *managementtest.Server, args ..
 	srv.DelayNext(managementtest.RouteListUsers, 1000, 20*time.Millisecond)
 	defer srv.ClearFaults()
 	s := start(t, bin, toolEnv(srv), args...)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-s.done:
-			t.Fatalf("the export ended before it was killed: %v\n%s", err, s.stderr)
-		case <-tick.C:
-		}
+	waitUntil(t, s, "it was killed", func() bool {
 		var c struct{ Count int }
-		if data, err := os.ReadFile(ckpt); err == nil && json.Unmarshal(data, &c) == nil && c.Count > 0 {
-			break
-		}
-	}
+		data, err := os.ReadFile(ckpt)
+		return err == nil && json.Unmarshal(data, &c) == nil && c.Count > 0
+	})
 	mustDo(t, s.cmd.Process.Kill())
 	<-s.done
 }

@@ -187,6 +187,21 @@ func TestExportSurvivesSIGKILL(t *testing.T) {
 	checkAllOnce(t, out, n)
 }
 
+// waitUntil polls cond every millisecond until it holds (the fake service
+// and the files notify nothing), failing the test if s ends before what.
+func waitUntil(t *testing.T, s *started, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case err := <-s.done:
+			t.Fatalf("the tool ended before %s: %v\n%s", what, err, s.stderr)
+		case <-tick.C:
+		}
+	}
+}
+
 // killWhen kills s with SIGKILL as soon as trigger says so, polling every
 // millisecond; it reports false when s ended first, successfully.
 // A kill that lands as the tool exits successfully counts as no kill.
@@ -318,15 +333,8 @@ func TestExportInterruptedBySIGINT(t *testing.T) {
 	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
 
 	s := start(t, bin, toolEnv(srv), args...)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for fileSize(ckpt) == 0 { // the first page is recorded: the export is under way
-		select {
-		case err := <-s.done:
-			t.Fatalf("the export ended before it could be interrupted: %v\n%s", err, s.stderr)
-		case <-tick.C:
-		}
-	}
+	// The checkpoint is written: the export is under way.
+	waitUntil(t, s, "it could be interrupted", func() bool { return fileSize(ckpt) > 0 })
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

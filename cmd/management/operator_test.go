@@ -116,15 +116,7 @@ func TestInterruptedList(t *testing.T) {
 	srv.DelayNext(managementtest.RouteListUsers, 2, time.Millisecond)
 	srv.DelayNext(managementtest.RouteListUsers, 1, time.Minute)
 	s := start(t, bin, env, "users", "list")
-	tick := time.NewTicker(time.Millisecond) // the fake has no notification: poll it
-	defer tick.Stop()
-	for srv.Requests(managementtest.RouteListUsers) < 3 {
-		select {
-		case err := <-s.done:
-			t.Fatalf("the list ended before it could be interrupted: %v\n%s", err, s.stderr)
-		case <-tick.C:
-		}
-	}
+	waitUntil(t, s, "it could be interrupted", func() bool { return srv.Requests(managementtest.RouteListUsers) >= 3 })
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
