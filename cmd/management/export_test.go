@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,29 +20,12 @@ import (
 // loses or mixes data, whatever the flags, the files on disk or the
 // environment say.
 
-// ran is a finished run of the tool.
-type ran struct {
-	code   int
-	stderr string
-}
-
-// runIn runs the tool in dir to its end.
-func runIn(t *testing.T, bin string, env []string, dir string, args ...string) ran {
+// runIn runs the tool in dir to its end, with no input.
+func runIn(t *testing.T, bin string, env []string, dir string, args ...string) toolRun {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir = env, dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return ran{0, stderr.String()}
-	case errors.As(err, &exit):
-		return ran{exit.ExitCode(), stderr.String()}
-	}
-	t.Fatal(err)
-	return ran{}
+	return runCmd(t, cmd)
 }
 
 // snapshot is what dir holds: each name with its contents, or the target
@@ -105,10 +87,7 @@ func trim(s string) string {
 // and asks nothing of the service.
 func TestExportRefusesSameFile(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 3)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 3)
 	for _, c := range []struct {
 		name      string
 		setup     func(t *testing.T, dir string)
@@ -172,10 +151,7 @@ func mustDo(t *testing.T, err error) {
 func TestExportRefusesNonEmptyOut(t *testing.T) {
 	const n = 30
 	bin := buildTool(t)
-	srv := managementtest.NewServer(managementtest.WithPageSize(10))
-	defer srv.Close()
-	seed(srv, n)
-	env := toolEnv(srv)
+	_, env := fakeService(t, n, managementtest.WithPageSize(10))
 	for _, withCkpt := range []bool{false, true} {
 		dir := t.TempDir()
 		precious("users.jsonl")(t, dir)
@@ -211,10 +187,7 @@ func TestExportRefusesNonEmptyOut(t *testing.T) {
 func TestExportOneRunAtATime(t *testing.T) {
 	const n = 300
 	bin := buildTool(t)
-	srv := managementtest.NewServer(managementtest.WithPageSize(100))
-	defer srv.Close()
-	seed(srv, n)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, n, managementtest.WithPageSize(100))
 	dir := t.TempDir()
 	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "users.ckpt")
 	precious("users.jsonl")(t, dir)
@@ -222,15 +195,7 @@ func TestExportOneRunAtATime(t *testing.T) {
 
 	srv.DelayNext(managementtest.RouteListUsers, 1, time.Minute) // ended by the kill
 	first := start(t, bin, env, append(args, "--force")...)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for srv.Requests(managementtest.RouteListUsers) == 0 {
-		select {
-		case err := <-first.done:
-			t.Fatalf("the first run ended: %v\n%s", err, first.stderr)
-		case <-tick.C:
-		}
-	}
+	waitUntil(t, first, "its first page was asked for", func() bool { return srv.Requests(managementtest.RouteListUsers) > 0 })
 	checkInvariant(t, out, ckpt)
 	if fileSize(ckpt) == 0 {
 		t.Fatal("no checkpoint while the first page is on its way")
@@ -263,19 +228,11 @@ func partialExport(t *testing.T, bin string, srv *managementtest.Server, args ..
 	srv.DelayNext(managementtest.RouteListUsers, 1000, 20*time.Millisecond)
 	defer srv.ClearFaults()
 	s := start(t, bin, toolEnv(srv), args...)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-s.done:
-			t.Fatalf("the export ended before it was killed: %v\n%s", err, s.stderr)
-		case <-tick.C:
-		}
+	waitUntil(t, s, "it was killed", func() bool {
 		var c struct{ Count int }
-		if data, err := os.ReadFile(ckpt); err == nil && json.Unmarshal(data, &c) == nil && c.Count > 0 {
-			break
-		}
-	}
+		data, err := os.ReadFile(ckpt)
+		return err == nil && json.Unmarshal(data, &c) == nil && c.Count > 0
+	})
 	mustDo(t, s.cmd.Process.Kill())
 	<-s.done
 }

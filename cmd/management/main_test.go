@@ -98,23 +98,29 @@ func seed(srv *managementtest.Server, n int) int {
 	return len(line) + 1
 }
 
-// started is a running tool.
+// started is a running tool; its output is read once done has said it
+// ended.
 type started struct {
-	cmd    *exec.Cmd
-	done   chan error
-	stderr *bytes.Buffer
+	cmd            *exec.Cmd
+	done           chan error
+	stdout, stderr *bytes.Buffer
 }
 
+// start starts the tool with env and args; done receives the error of its
+// Wait.
 func start(t *testing.T, bin string, env []string, args ...string) *started {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	s := &started{cmd: cmd, done: make(chan error, 1), stderr: new(bytes.Buffer)}
-	cmd.Stderr = s.stderr
+	s := &started{cmd: cmd, done: make(chan error, 1), stdout: new(bytes.Buffer), stderr: new(bytes.Buffer)}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { s.done <- cmd.Wait() }()
+	// A test that fails while the tool runs leaves no process behind; after
+	// the test waited for it, the kill does nothing.
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return s
 }
 
@@ -179,6 +185,21 @@ func TestExportSurvivesSIGKILL(t *testing.T) {
 		t.Fatal("the tool was never killed: the test proved nothing")
 	}
 	checkAllOnce(t, out, n)
+}
+
+// waitUntil polls cond every millisecond until it holds (the fake service
+// and the files notify nothing), failing the test if s ends before what.
+func waitUntil(t *testing.T, s *started, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case err := <-s.done:
+			t.Fatalf("the tool ended before %s: %v\n%s", what, err, s.stderr)
+		case <-tick.C:
+		}
+	}
 }
 
 // killWhen kills s with SIGKILL as soon as trigger says so, polling every
@@ -312,15 +333,8 @@ func TestExportInterruptedBySIGINT(t *testing.T) {
 	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
 
 	s := start(t, bin, toolEnv(srv), args...)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for fileSize(ckpt) == 0 { // the first page is recorded: the export is under way
-		select {
-		case err := <-s.done:
-			t.Fatalf("the export ended before it could be interrupted: %v\n%s", err, s.stderr)
-		case <-tick.C:
-		}
-	}
+	// The checkpoint is written: the export is under way.
+	waitUntil(t, s, "it could be interrupted", func() bool { return fileSize(ckpt) > 0 })
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -338,4 +352,15 @@ func TestExportInterruptedBySIGINT(t *testing.T) {
 		t.Fatalf("resume: %v\n%s", err, s.stderr)
 	}
 	checkAllOnce(t, out, n)
+}
+
+// fakeService starts a fake service on a loopback port holding users Users
+// (see seed), closed when the test ends, and returns it with the
+// environment that points the tool at it.
+func fakeService(t *testing.T, users int, opts ...managementtest.Option) (*managementtest.Server, []string) {
+	t.Helper()
+	srv := managementtest.NewServer(opts...)
+	t.Cleanup(srv.Close)
+	seed(srv, users)
+	return srv, toolEnv(srv)
 }

@@ -34,17 +34,28 @@ func runTool(t *testing.T, bin string, env []string, stdin string, args ...strin
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd, the tool, to its end and returns what it wrote.
+func runCmd(t *testing.T, cmd *exec.Cmd) toolRun {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
+	return toolRun{exitStatus(t, cmd.Run()), out.String(), errOut.String()}
+}
+
+// exitStatus is the exit status of a tool that ended with err, as its
+// Wait or Run returned it.
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		code = exit.ExitCode()
+		return exit.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return toolRun{code, out.String(), errOut.String()}
+	return 0
 }
 
 // setEnv is env with each "NAME=value" of kv in place of NAME's earlier
@@ -65,10 +76,7 @@ func setEnv(env []string, kv ...string) []string {
 // the help lists them all, 130 included (TestInterruptedList).
 func TestExitCodes(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 3)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 3)
 	for _, c := range []struct {
 		name string
 		env  []string
@@ -103,35 +111,21 @@ func TestExitCodes(t *testing.T) {
 func TestInterruptedList(t *testing.T) {
 	const n = 40
 	bin := buildTool(t)
-	srv := managementtest.NewServer(managementtest.WithPageSize(10))
-	defer srv.Close()
-	seed(srv, n)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, n, managementtest.WithPageSize(10))
 	// The first two pages at once, the third one slow: Ctrl-C lands while it is fetched.
 	srv.DelayNext(managementtest.RouteListUsers, 2, time.Millisecond)
 	srv.DelayNext(managementtest.RouteListUsers, 1, time.Minute)
-	cmd := exec.Command(bin, "users", "list")
-	cmd.Env = env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
+	s := start(t, bin, env, "users", "list")
+	waitUntil(t, s, "it could be interrupted", func() bool { return srv.Requests(managementtest.RouteListUsers) >= 3 })
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	tick := time.NewTicker(time.Millisecond) // the fake has no notification: poll it
-	defer tick.Stop()
-	for srv.Requests(managementtest.RouteListUsers) < 3 {
-		<-tick.C
+	if code := exitStatus(t, <-s.done); code != 130 {
+		t.Fatalf("exit %d, want 130; stderr %q", code, s.stderr)
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	var exit *exec.ExitError
-	if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130; stderr %q", err, errOut.String())
-	}
-	m := regexp.MustCompile(`^management: interrupted after 20 Users: resume with --next-page '([^']+)'\n$`).FindStringSubmatch(errOut.String())
+	m := regexp.MustCompile(`^management: interrupted after 20 Users: resume with --next-page '([^']+)'\n$`).FindStringSubmatch(s.stderr.String())
 	if m == nil {
-		t.Fatalf("stderr = %q, want how to resume", errOut.String())
+		t.Fatalf("stderr = %q, want how to resume", s.stderr)
 	}
 	srv.ClearFaults()
 	rest := runTool(t, bin, env, "", "users", "list", "--next-page", m[1])
@@ -139,7 +133,7 @@ func TestInterruptedList(t *testing.T) {
 		t.Fatalf("resume: exit %d, stderr %q", rest.code, rest.stderr)
 	}
 	seen := make(map[string]int)
-	for _, line := range strings.Split(strings.TrimSpace(out.String()+rest.stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(s.stdout.String()+rest.stdout), "\n") {
 		var u management.User
 		if err := json.Unmarshal([]byte(line), &u); err != nil {
 			t.Fatalf("%q: %v", line, err)
@@ -243,10 +237,7 @@ func TestMessagesForOperators(t *testing.T) {
 // id, the short not-found message included.
 func TestRequestIDShown(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 1)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 1)
 	answer := func(status int, body string) managementtest.Response {
 		return managementtest.Response{Status: status, Header: http.Header{"X-Request-Id": {"req-4711"}, "Content-Type": {"application/json"}}, Body: body}
 	}
@@ -265,10 +256,7 @@ func TestRequestIDShown(t *testing.T) {
 // next read shows the association gone.
 func TestAssociateAcrossRuns(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 1)
-	env := toolEnv(srv)
+	_, env := fakeService(t, 1)
 	args := []string{"users", "associate", "u-000000", "cam-9", "--model", "C-9", "--firmware-version", "1.0"}
 	for i, want := range []string{
 		"Associated Thing cam-9 with User u-000000: a new Thing, created now\n",
@@ -291,10 +279,7 @@ func TestAssociateAcrossRuns(t *testing.T) {
 // before any request.
 func TestJSONNullAndJQ(t *testing.T) {
 	bin := buildTool(t)
-	srv := managementtest.NewServer()
-	defer srv.Close()
-	seed(srv, 3)
-	env := toolEnv(srv)
+	srv, env := fakeService(t, 3)
 
 	r := runTool(t, bin, setEnv(env, "MANAGEMENT_END_USER_TOKEN=not-a-token"), "", "token", "check", "-o", "json")
 	var verdict map[string]any

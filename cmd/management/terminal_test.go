@@ -6,8 +6,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -35,6 +35,11 @@ func runPTY(t *testing.T, bin string, env []string, cols uint16, args ...string)
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
+		// CI must show what a terminal receives: there, no terminal is a
+		// failure, as a missing redis-server is.
+		if os.Getenv("MANAGEMENT_REQUIRE_SERVERS") != "" {
+			t.Fatalf("no pseudo-terminal (MANAGEMENT_REQUIRE_SERVERS is set): %v", err)
+		}
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
 	defer ptmx.Close()
@@ -57,14 +62,7 @@ func runPTY(t *testing.T, bin string, env []string, cols uint16, args ...string)
 	}()
 	err = cmd.Wait()
 	<-read
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return ptyRun{screen.String(), code}
+	return ptyRun{screen.String(), exitStatus(t, err)}
 }
 
 // hostile is a Thing name an End User could set: it retitles the window,
@@ -95,6 +93,33 @@ func TestTableIsSafeOnTerminal(t *testing.T) {
 			if !strings.Contains(r.screen, want) {
 				t.Errorf("%v: the terminal does not show %s:\n%s", args, want, r.screen)
 			}
+		}
+	}
+}
+
+// TestJSONIsSafeOnTerminal: JSON and JSON lines on a terminal carry no
+// control character raw either (encoding/json leaves DEL, the C1 controls
+// and format characters as they are): they are \u escapes, so the text
+// still decodes to the exact name.
+func TestJSONIsSafeOnTerminal(t *testing.T) {
+	bin := buildTool(t)
+	srv, env := fakeService(t, 0)
+	srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: "lamp-1", Name: hostile, Model: "L-1", FirmwareVersion: "1"}})
+	env = setEnv(env, "TERM=xterm-256color")
+	for _, args := range [][]string{{"things", "get", "lamp-1", "-o", "json"}, {"things", "list", "-o", "jsonl"}, {"things", "export", "--no-progress"}} {
+		r := runPTY(t, bin, env, 200, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d:\n%s", args, r.code, r.screen)
+		}
+		screen, _, _ := strings.Cut(r.screen, "Exported ") // export's summary, on the same terminal
+		if i := strings.IndexFunc(screen, func(c rune) bool {
+			return c < 0x20 && c != '\r' && c != '\n' || c == 0x7f || c >= 0x80 && c < 0xa0 || c == '\u202e'
+		}); i >= 0 {
+			t.Errorf("%v: the terminal received a control character raw at %d:\n%q", args, i, screen)
+		}
+		var thing management.Thing
+		if err := json.NewDecoder(strings.NewReader(screen)).Decode(&thing); err != nil || thing.Name != hostile {
+			t.Errorf("%v: name %q (%v), want it exact:\n%q", args, thing.Name, err, screen)
 		}
 	}
 }
@@ -165,5 +190,32 @@ func TestProgressOnlyWhereItCanShow(t *testing.T) {
 		if got := export(c.term, 100, c.extra...); strings.Contains(got, "Exporting") || strings.Contains(got, "\x1b") {
 			t.Errorf("TERM=%s %v: a bar was drawn:\n%q", c.term, c.extra, got)
 		}
+	}
+}
+
+// TestExportProgressOnTerminal: with standard error a terminal (a
+// pseudo-terminal here), an export draws its progress bar there: the
+// count, the rate and the elapsed time, redrawn in place.
+func TestExportProgressOnTerminal(t *testing.T) {
+	bin := buildTool(t)
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seed(srv, 3000)
+	// Slow pages, so that the bar is drawn a few times before the end.
+	srv.DelayNext(managementtest.RouteListUsers, 10, 60*time.Millisecond)
+
+	r := runPTY(t, bin, setEnv(toolEnv(srv), "TERM=xterm-256color"), 100, // not dumb, whatever the test's terminal
+		"users", "export", "--out", filepath.Join(t.TempDir(), "u.jsonl"))
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.screen)
+	}
+	got := r.screen
+	for _, want := range []string{"Exporting", "3000 Users", "/s", "\x1b[", "Exported 3000 Users to "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal shows no %q:\n%q", want, got)
+		}
+	}
+	if strings.Count(got, "Exporting") < 2 {
+		t.Errorf("the bar was drawn once, not updated:\n%q", got)
 	}
 }

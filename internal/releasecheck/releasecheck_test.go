@@ -364,7 +364,7 @@ func TestBuildVulnDB(t *testing.T) {
 func TestLicenceOf(t *testing.T) {
 	apache, err := os.ReadFile("../../LICENSE")
 	if err != nil {
-		t.Skipf("the repository's LICENSE: %v", err)
+		t.Fatalf("the repository's LICENSE, which this module's checks rely on: %v", err)
 	}
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"LICENSE.txt": string(apache), "NOTICE": "not a licence file", "license_test.go": "package x\n"})

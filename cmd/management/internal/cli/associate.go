@@ -66,7 +66,7 @@ func associateRun(ctx context.Context, opts *AssociateOptions) error {
 		what = "a new Thing, created now"
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Associated Thing %s with User %s: %s\n", printable(opts.PhysicalID), printable(opts.UserID), what)
-	return printOne(opts.IO.Out, out, thing, thingDetailsColumns, viewThing)
+	return printOne(opts.IO.OutFor(out), out, thing, thingDetailsColumns, viewThing)
 }
 
 // DisassociateOptions are the arguments of users disassociate, and what

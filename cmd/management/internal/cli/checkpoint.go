@@ -119,6 +119,12 @@ func openCheckpoint(path string) (*checkpointFile, error) {
 			f, err = os.Open(path)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
+			// O_EXCL does not follow a symbolic link, Open does: a link to
+			// a missing file is neither creatable nor openable, however
+			// often it is tried.
+			if info, lerr := os.Lstat(path); lerr == nil && info.Mode()&fs.ModeSymlink != 0 {
+				return nil, fmt.Errorf("%s is a symbolic link to a missing file", path)
+			}
 			continue // removed in between
 		}
 		if err != nil {

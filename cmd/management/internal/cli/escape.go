@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,4 +70,42 @@ func printableText(s string) bool {
 // not UTF-8 (decoded as utf8.RuneError from one byte).
 func printableRune(r rune, size int) bool {
 	return strconv.IsPrint(r) && !(r == utf8.RuneError && size == 1)
+}
+
+// OutFor is where a command writes its output in format f: standard
+// output, through a jsonEscaper when it is a terminal and f is JSON or JSON
+// lines, whose encoder leaves DEL, the C1 controls and format characters
+// raw. The JSON is the same value either way; csv stays byte-exact.
+func (s *IOStreams) OutFor(f format) io.Writer {
+	if s.stdoutTTY && (f == formatJSON || f == formatJSONL) {
+		return &jsonEscaper{w: s.Out}
+	}
+	return s.Out
+}
+
+// jsonEscaper writes JSON text with each rune a terminal must not receive
+// raw written as its \uXXXX escape (see jsonEscapeControls). Such a rune
+// can only stand inside a JSON string, where the escape means the same
+// character. A rune split between two writes is held until it is whole.
+type jsonEscaper struct {
+	w    io.Writer
+	rest []byte // the start of a rune the last write ended in
+}
+
+func (e *jsonEscaper) Write(p []byte) (int, error) {
+	buf := append(e.rest, p...)
+	end := len(buf)
+	for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(buf[i]) {
+			if !utf8.FullRune(buf[i:]) {
+				end = i
+			}
+			break
+		}
+	}
+	if _, err := io.WriteString(e.w, jsonEscapeControls(string(buf[:end]))); err != nil {
+		return 0, err
+	}
+	e.rest = append(e.rest[:0:0], buf[end:]...)
+	return len(p), nil
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -45,6 +47,33 @@ func TestEscapeControls(t *testing.T) {
 	} {
 		if got := escapeControls(tc.in); got != tc.want {
 			t.Errorf("escapeControls(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestJSONEscaperSplitRunes: however the JSON text is cut into writes, even
+// inside a rune, what the terminal receives holds no control character
+// raw and decodes to the same value.
+func TestJSONEscaperSplitRunes(t *testing.T) {
+	name := "a\u009b31m\x7f\u202e😀é"
+	doc, err := json.Marshal(map[string]string{"name": name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for size := 1; size <= len(doc); size++ {
+		var got strings.Builder
+		e := &jsonEscaper{w: &got}
+		for p := doc; len(p) > 0; p = p[min(size, len(p)):] {
+			if n, err := e.Write(p[:min(size, len(p))]); err != nil || n != min(size, len(p)) {
+				t.Fatalf("writes of %d: Write = %d, %v", size, n, err)
+			}
+		}
+		if !printableText(got.String()) {
+			t.Errorf("writes of %d: %q holds a control character raw", size, got.String())
+		}
+		var v map[string]string
+		if err := json.Unmarshal([]byte(got.String()), &v); err != nil || v["name"] != name {
+			t.Errorf("writes of %d: %q decodes to %q, %v; want %q", size, got.String(), v["name"], err, name)
 		}
 	}
 }

@@ -272,7 +272,7 @@ func (e *export[T]) startOver() error {
 // create starts the output afresh: standard output, or a new (or
 // truncated) file.
 func (e *export[T]) create() error {
-	w := io.Writer(e.io.Out)
+	w := e.io.OutFor(e.state.Options.Format)
 	if path := e.state.Options.Out; path != "" {
 		file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
@@ -382,7 +382,8 @@ func (e *export[T]) page(p *management.Page[*T]) (bool, error) {
 	return true, e.save()
 }
 
-// save writes the checkpoint.
+// save writes the checkpoint, and notes that this run did: a checkpoint
+// the run created is then kept when it ends (see checkpointFile.release).
 func (e *export[T]) save() error {
 	if err := e.ckpt.save(e.state); err != nil {
 		return err

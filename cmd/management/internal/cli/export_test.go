@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -180,24 +181,34 @@ func TestExportResumesAfterFailure(t *testing.T) {
 	}
 }
 
-// TestExportResumeTruncates: what was written after the last checkpoint
-// (a page whose checkpoint was not saved, half a line) is dropped on
-// resume, not kept as a duplicate.
-func TestExportResumeTruncates(t *testing.T) {
-	const n = 500
+// failedExport seeds n Users, in pages of 100, and runs an export with a
+// checkpoint that fails at its third page (a 503, not retried): it returns
+// how to run the tool again, the export's arguments, and its output and
+// checkpoint, which record two pages.
+func failedExport(t *testing.T, n int) (e env, args []string, out, ckpt string) {
+	t.Helper()
 	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(100))
 	seedUsers(srv, n)
-	e := useServer(t, srv)
+	e = useServer(t, srv)
 	t.Setenv(management.EnvMaxRetries, "-1")
 	e.httpClient = &http.Client{Transport: &onListRequest{next: e.httpClient.Transport, n: 3, hook: func() {
 		srv.FailNext(managementtest.RouteListUsers, 1, http.StatusServiceUnavailable, 0)
 	}}}
 	dir := t.TempDir()
-	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "ckpt")
-	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
+	out, ckpt = filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "ckpt")
+	args = []string{"users", "export", "--out", out, "--checkpoint", ckpt}
 	if r := e.run(t, args...); r.code != ExitFailure {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
+	return e, args, out, ckpt
+}
+
+// TestExportResumeTruncates: what was written after the last checkpoint
+// (a page whose checkpoint was not saved, half a line) is dropped on
+// resume, not kept as a duplicate.
+func TestExportResumeTruncates(t *testing.T) {
+	const n = 500
+	e, args, out, _ := failedExport(t, n)
 	// As if the next page had been written, and half of one more, when the
 	// process was killed before it could save its checkpoint.
 	file, err := os.OpenFile(out, os.O_WRONLY|os.O_APPEND, 0)
@@ -398,19 +409,7 @@ func TestExportKeepsOutputOnUsageError(t *testing.T) {
 // still refused, by the hash of the output it records, and nothing is
 // written.
 func TestExportResealedCheckpoint(t *testing.T) {
-	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(100))
-	seedUsers(srv, 500)
-	e := useServer(t, srv)
-	t.Setenv(management.EnvMaxRetries, "-1")
-	e.httpClient = &http.Client{Transport: &onListRequest{next: e.httpClient.Transport, n: 3, hook: func() {
-		srv.FailNext(managementtest.RouteListUsers, 1, http.StatusServiceUnavailable, 0)
-	}}}
-	dir := t.TempDir()
-	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "ckpt")
-	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt}
-	if r := e.run(t, args...); r.code != ExitFailure {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-	}
+	e, args, out, ckpt := failedExport(t, 500)
 	output, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -432,5 +431,56 @@ func TestExportResealedCheckpoint(t *testing.T) {
 		if now, _ := os.ReadFile(out); string(now) != string(output) {
 			t.Errorf("offset %d: the output changed", offset)
 		}
+	}
+}
+
+// hostileLink answers every list of Users with one User and a next_page
+// link that holds terminal control sequences, as a hostile or broken
+// service might: the SDK hands the link over as the service wrote it.
+type hostileLink struct{ next http.RoundTripper }
+
+const hostileNextPage = "/v2/api/management/service_connect/users?page=\x1b]0;pwned\a\x1b[2J"
+
+func (h hostileLink) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/users") {
+		return h.next.RoundTrip(req)
+	}
+	return jsonAnswer(req, map[string]any{"users": []any{map[string]any{"id": "u-1"}}, "next_page": hostileNextPage}), nil
+}
+
+// TestListPagesEscapesLink: the link --pages prints comes from the
+// service, so its control characters are shown escaped, never raw.
+func TestListPagesEscapesLink(t *testing.T) {
+	srv := managementtest.NewInMemoryServer()
+	e := useServer(t, srv)
+	e.stderrTTY = true
+	e.httpClient = &http.Client{Transport: hostileLink{next: e.httpClient.Transport}}
+	r := e.run(t, "users", "list", "--pages", "1")
+	if r.code != ExitOK || !strings.Contains(r.stderr, "--next-page") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if strings.ContainsAny(r.stderr, "\x1b\a") || !strings.Contains(r.stderr, `\x1b]0;pwned\a\x1b[2J`) {
+		t.Errorf("stderr %q: want the link's control characters escaped", r.stderr)
+	}
+}
+
+// TestExportDanglingCheckpointLink: a --checkpoint that is a symbolic link
+// to a missing file is refused for what it is, at once; it is not taken
+// for a checkpoint another run holds, and nothing is written.
+func TestExportDanglingCheckpointLink(t *testing.T) {
+	srv := managementtest.NewInMemoryServer()
+	seedUsers(srv, 3)
+	e := useServer(t, srv)
+	dir := t.TempDir()
+	out, ckpt := filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "users.ckpt")
+	if err := os.Symlink(filepath.Join(dir, "gone", "users.ckpt"), ckpt); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(t, "users", "export", "--out", out, "--checkpoint", ckpt)
+	if r.code == ExitOK || strings.Contains(r.stderr, "another export") || !strings.Contains(r.stderr, "symbolic link") {
+		t.Errorf("exit %d, stderr %q; want a failure naming the dangling symbolic link", r.code, r.stderr)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the output was created: %v", err)
 	}
 }

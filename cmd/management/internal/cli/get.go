@@ -81,7 +81,7 @@ func getRun[T any](ctx context.Context, opts *GetOptions[T]) error {
 	if err != nil {
 		return notFound(opts.Kind.noun, opts.ID, err)
 	}
-	return printOne(opts.IO.Out, out, item, opts.Kind.cols, opts.Kind.view)
+	return printOne(opts.IO.OutFor(out), out, item, opts.Kind.cols, opts.Kind.view)
 }
 
 // notFound turns the service's 404 for a User or Thing into a short

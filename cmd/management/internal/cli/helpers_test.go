@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -138,5 +141,18 @@ func noSecrets(t *testing.T, secrets []string, outputs ...string) {
 				t.Errorf("a secret appears in the output:\n%s", o)
 			}
 		}
+	}
+}
+
+// jsonAnswer is a 200 answer to req with v as its JSON body, from a
+// transport that stands in for the service.
+func jsonAnswer(req *http.Request, v any) *http.Response {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // the tests' own maps and strings
+	}
+	return &http.Response{
+		StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(body)), Request: req,
 	}
 }

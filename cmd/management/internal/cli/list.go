@@ -194,7 +194,7 @@ func listRun[T any](ctx context.Context, opts *ListOptions[T]) error {
 	if err != nil {
 		return err
 	}
-	iw := newItemWriter(opts.IO.Out, out, res.cols, 0)
+	iw := newItemWriter(opts.IO.OutFor(out), out, res.cols, 0)
 	if err := iw.header(); err != nil {
 		return err
 	}
@@ -209,7 +209,8 @@ func listRun[T any](ctx context.Context, opts *ListOptions[T]) error {
 			return false, err
 		}
 		if pages++; p.NextPage != "" && pages == opts.Pages {
-			fmt.Fprintf(opts.IO.ErrOut, "More %s: resume with --next-page %s\n", res.plural, shellQuote(p.NextPage))
+			// The link is the service's text, not yet checked by the SDK.
+			fmt.Fprintf(opts.IO.ErrOut, "More %s: resume with --next-page %s\n", res.plural, escapeControls(shellQuote(p.NextPage)))
 			return false, nil
 		}
 		return true, nil

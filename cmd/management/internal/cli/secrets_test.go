@@ -108,16 +108,12 @@ func (q quotingService) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
 		return nil, err
 	}
-	answer, _ := json.Marshal(map[string]any{
+	return jsonAnswer(req, map[string]any{
 		"is_token_valid": false, "user_id": nil, "user_role": nil,
 		"to_client_response": map[string]any{"http_code": 401, "http_body": map[string]any{
 			"error_code": 401, "reason": "auth.unauthorized " + body.AccessToken, "error_message": "token " + body.AccessToken + " has expired",
 		}},
-	})
-	return &http.Response{
-		StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
-		Body: io.NopCloser(bytes.NewReader(answer)), Request: req,
-	}, nil
+	}), nil
 }
 
 // TestTokenCheckScrubsAnswer: a service answer quoting the End User token

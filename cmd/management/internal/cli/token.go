@@ -81,7 +81,7 @@ func tokenCheckRun(ctx context.Context, opts *TokenCheckOptions) error {
 		return err
 	}
 	scrub(auth, token)
-	if err := printOne(opts.IO.Out, out, (*authAnswer)(auth), authColumns, viewAuth); err != nil {
+	if err := printOne(opts.IO.OutFor(out), out, (*authAnswer)(auth), authColumns, viewAuth); err != nil {
 		return err
 	}
 	if !auth.Valid {

@@ -97,7 +97,7 @@ func updateRun(ctx context.Context, opts *UpdateOptions) error {
 	if err != nil {
 		return notFound("thing", opts.PhysicalID, err)
 	}
-	return printOne(opts.IO.Out, out, thing, thingDetailsColumns, viewThing)
+	return printOne(opts.IO.OutFor(out), out, thing, thingDetailsColumns, viewThing)
 }
 
 // build returns the update the flags describe, or the --json document's.
