@@ -213,7 +213,9 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	a.once.Do(a.init)
 	outcome := AuthRefused
 	defer func() { a.observeCheck(r.Context(), outcome) }()
-	values := r.Header.Values("Authorization")
+	// The key as net/http and Header.Set store it: indexing skips the
+	// canonicalization Header.Values does on every check.
+	values := r.Header["Authorization"]
 	if len(values) > 1 {
 		// The service would judge one of them and a proxy or handler may
 		// read another: no verdict can be trusted for the request.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,9 +13,10 @@ import (
 // however many goroutines need a token) and the Authenticator (one
 // authenticate call per End User token).
 type flight[T any] struct {
-	done chan struct{} // closed once val and err are set
-	val  T
-	err  error
+	done    chan struct{} // closed once val and err are set
+	settled atomic.Bool   // set by the first to settle: the call, or the abandon timer
+	val     T
+	err     error
 	// started is the starter's context, origin its operation's mark: the
 	// other operations that wait are reported to their Observer.
 	started context.Context
@@ -52,48 +54,61 @@ const abandonGrace = 100 * time.Millisecond
 // waiters are woken; release, when not nil, runs once call's goroutine has
 // returned, however late, so that an owner can bound the calls still
 // running.
+//
+// One goroutine per flight: the call's own, which settles the flight when
+// call returns or panics. Only a call that outlives timeout is settled
+// from elsewhere, by a timer armed for timeout plus abandonGrace and
+// stopped when call returns; whichever settles first wins.
 func startFlight[T any](ctx context.Context, h flightHost, timeout time.Duration, call func(context.Context) (T, error),
 	finish func(context.Context, T, error), release func()) *flight[T] {
 	f := &flight[T]{done: make(chan struct{}), started: ctx, origin: markOf(ctx)}
+	// WithoutCancel drops ctx's deadline too: the call's deadline is
+	// exactly timeout from now, so the abandon timer needs no context.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	abandon := time.AfterFunc(timeout+abandonGrace, func() {
+		if f.claim() { // not logged when the call won the race
+			var zero T
+			f.settle(ctx, finish, zero, h.abandoned(ctx))
+		}
+	})
 	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		type outcome struct {
-			val T
-			err error
+		if release != nil {
+			defer release()
 		}
-		out := make(chan outcome, 1)
-		go func() {
-			if release != nil {
-				defer release()
-			}
-			defer func() {
-				if p := recover(); p != nil {
-					out <- outcome{err: h.panicked(ctx, p)}
+		defer func() {
+			if p := recover(); p != nil {
+				abandon.Stop()
+				var zero T
+				err := h.panicked(ctx, p) // logged even when abandoned: the panic is news
+				if f.claim() {
+					f.settle(ctx, finish, zero, err)
 				}
-			}()
-			v, err := call(ctx)
-			out <- outcome{v, err}
-		}()
-		var o outcome
-		select {
-		case o = <-out:
-		case <-ctx.Done():
-			grace := time.NewTimer(abandonGrace)
-			select {
-			case o = <-out:
-			case <-grace.C:
-				o.err = h.abandoned(ctx)
 			}
-			grace.Stop()
+		}()
+		v, err := call(ctx)
+		abandon.Stop()
+		if f.claim() {
+			f.settle(ctx, finish, v, err)
 		}
-		f.val, f.err = o.val, o.err
-		if finish != nil {
-			finish(ctx, o.val, o.err)
-		}
-		close(f.done)
 	}()
 	return f
+}
+
+// claim reports whether the caller is the first to settle the flight: the
+// call returning (or panicking), or the abandon timer.
+func (f *flight[T]) claim() bool {
+	return f.settled.CompareAndSwap(false, true)
+}
+
+// settle sets the flight's outcome, has finish record it and wakes the
+// waiters; only the one that claimed the flight settles it.
+func (f *flight[T]) settle(ctx context.Context, finish func(context.Context, T, error), v T, err error) {
+	f.val, f.err = v, err
+	if finish != nil {
+		finish(ctx, v, err)
+	}
+	close(f.done)
 }
 
 // panicked logs a panic of the hosted code and returns the waiters' error.

@@ -62,6 +62,10 @@ type list[W, T any] struct {
 	client   *Client
 	path     string                  // below the prefix: "/users"
 	contents func(*W) ([]T, *string) // the items and next_page of a decoded page
+	// reserve gives a wire page room for n items before it is decoded, so
+	// that the decoder fills one slice instead of growing it by half,
+	// about ten times, for a page of 100.
+	reserve func(w *W, n int)
 }
 
 // page fetches the first page, or the page opts.NextPage links to.
@@ -70,7 +74,7 @@ func (l list[W, T]) page(ctx context.Context, opts *ListOptions) (*Page[*T], err
 	if err != nil {
 		return nil, err
 	}
-	items, next, err := l.fetch(ctx, op)
+	items, next, err := l.fetch(ctx, op, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +122,7 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 		}
 		seen := linkset.New() // the guard the command-line tool shares
 		seen.Add(l.visitKey(op))
-		cur := l.fetchResult(ctx, op)
+		cur := l.fetchResult(ctx, op, 0)
 		for n := 1; ; n++ {
 			if cur.err != nil {
 				yield(nil, l.pageError(n, cur.err))
@@ -130,7 +134,7 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 				next, linkErr = l.follow(cur.next, seen)
 			}
 			if o.Prefetch && next != nil {
-				ahead = l.fetchAhead(ctx, next)
+				ahead = l.fetchAhead(ctx, next, len(cur.items))
 			}
 			for i := range cur.items {
 				if !yield(&cur.items[i], nil) {
@@ -148,7 +152,7 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 					panic(cur.panicked)
 				}
 			default:
-				cur = l.fetchResult(ctx, next)
+				cur = l.fetchResult(ctx, next, len(cur.items))
 			}
 		}
 	}
@@ -162,13 +166,15 @@ type pageResult[T any] struct {
 	panicked any // a panic of the prefetch, raised again in the ranging goroutine
 }
 
-func (l list[W, T]) fetchResult(ctx context.Context, op *request) pageResult[T] {
-	items, next, err := l.fetch(ctx, op)
+// fetchResult fetches the page op asks for; hint is how many items the
+// previous page held (the service's pages are alike), 0 for the first.
+func (l list[W, T]) fetchResult(ctx context.Context, op *request, hint int) pageResult[T] {
+	items, next, err := l.fetch(ctx, op, hint)
 	return pageResult[T]{items: items, next: next, err: err}
 }
 
 // fetchAhead fetches a page in the background; the channel delivers it.
-func (l list[W, T]) fetchAhead(ctx context.Context, op *request) <-chan pageResult[T] {
+func (l list[W, T]) fetchAhead(ctx context.Context, op *request, hint int) <-chan pageResult[T] {
 	ch := make(chan pageResult[T], 1)
 	go func() {
 		// Hosted code (a RoundTripper, a TokenSource, a hook) may panic: the
@@ -179,7 +185,7 @@ func (l list[W, T]) fetchAhead(ctx context.Context, op *request) <-chan pageResu
 				ch <- pageResult[T]{panicked: p}
 			}
 		}()
-		ch <- l.fetchResult(ctx, op)
+		ch <- l.fetchResult(ctx, op, hint)
 	}()
 	return ch
 }
@@ -226,9 +232,13 @@ func orderQuery(by OrderBy, dir Direction) string {
 	return strings.Join(q, "&")
 }
 
-// fetch requests one page and returns its items and next_page ("" when null).
-func (l list[W, T]) fetch(ctx context.Context, op *request) ([]T, string, error) {
+// fetch requests one page and returns its items and next_page ("" when
+// null), with room reserved for hint items (see reserve).
+func (l list[W, T]) fetch(ctx context.Context, op *request, hint int) ([]T, string, error) {
 	var w W
+	if hint > 0 && l.reserve != nil {
+		l.reserve(&w, hint)
+	}
 	if _, err := l.client.do(ctx, op, pageBody{&w}); err != nil {
 		return nil, "", err
 	}

@@ -568,3 +568,27 @@ func oracleDotSegment(link string) (seg, form string, found bool) {
 		form = next
 	}
 }
+
+// TestListReservesThePreviousPageSize: a page after the first is decoded
+// into a slice with room for as many items as the page before held, so
+// the decoder fills it without growing it (json's growth would leave
+// room for 4 or more of 3).
+func TestListReservesThePreviousPageSize(t *testing.T) {
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users",
+		jsonResponder(http.StatusOK, map[string]any{"users": []map[string]any{{"id": "u-1"}, {"id": "u-2"}, {"id": "u-3"}}}))
+	l := c.Users.list()
+	op, err := l.firstOperation(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ hint, wantCap int }{{3, 3}, {5, 5}} {
+		items, _, err := l.fetch(context.Background(), op, tc.hint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 3 || cap(items) != tc.wantCap {
+			t.Errorf("hint %d: %d items in a slice of capacity %d; want 3 in %d", tc.hint, len(items), cap(items), tc.wantCap)
+		}
+	}
+}

@@ -97,6 +97,8 @@ type thingsPage struct {
 	NextPage *string `json:"next_page"`
 }
 
+func (p *thingsPage) reserve(n int) { p.Things = make([]Thing, 0, n) }
+
 func (p *thingsPage) contents() ([]Thing, *string) { return p.Things, p.NextPage }
 
 // validate refuses a page that lists nothing: no "things" array (absent or
@@ -124,7 +126,7 @@ func (t *ThingDetails) validate() error {
 }
 
 func (s *ThingsService) list() list[thingsPage, Thing] {
-	return list[thingsPage, Thing]{client: s.c(), path: "/things", contents: (*thingsPage).contents}
+	return list[thingsPage, Thing]{client: s.c(), path: "/things", contents: (*thingsPage).contents, reserve: (*thingsPage).reserve}
 }
 
 // List iterates over the Things, page after page, exactly as

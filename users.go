@@ -88,6 +88,8 @@ type usersPage struct {
 	NextPage *string `json:"next_page"`
 }
 
+func (p *usersPage) reserve(n int) { p.Users = make([]User, 0, n) }
+
 func (p *usersPage) contents() ([]User, *string) { return p.Users, p.NextPage }
 
 // validate refuses a page that lists nothing: no "users" array (absent or
@@ -115,7 +117,7 @@ func (u *UserDetails) validate() error {
 }
 
 func (s *UsersService) list() list[usersPage, User] {
-	return list[usersPage, User]{client: s.c(), path: "/users", contents: (*usersPage).contents}
+	return list[usersPage, User]{client: s.c(), path: "/users", contents: (*usersPage).contents, reserve: (*usersPage).reserve}
 }
 
 // List iterates over the Users, page after page, in the order opts asks

@@ -24,10 +24,23 @@ type verdictCache struct {
 	maxCalls   int
 	misses     *rate.Limiter // nil without a MissBudget; safe for concurrent use
 
+	// releaseCall is c.release, bound once: a method value made per call
+	// would be one more allocation per uncached check.
+	releaseCall func()
+
 	mu       sync.Mutex
 	cache    *simplelru.LRU[verdictKey, authVerdict] // nil when caching is off
-	inflight map[verdictKey]*flight[authVerdict]     // the call whose verdict a token's checks take
+	inflight map[verdictKey]inflightCall             // the call whose verdict a token's checks take
 	calls    int                                     // calls running, forgotten ones included; <= maxCalls
+	started  uint64                                  // calls ever started: each one's number
+}
+
+// inflightCall is a token's call in flight, numbered so that its verdict
+// settles only the entry it started as, not one a later check started
+// after Forget detached it.
+type inflightCall struct {
+	call *flight[authVerdict]
+	n    uint64
 }
 
 // verdictKey is the cache key of an Authorization header value: its
@@ -68,7 +81,8 @@ func (c *verdictCache) init(a *Authenticator, shared bool) {
 	if a.MissBudget.PerSecond > 0 {
 		c.misses = rate.NewLimiter(rate.Limit(a.MissBudget.PerSecond), max(a.MissBudget.Burst, 1))
 	}
-	c.inflight = make(map[verdictKey]*flight[authVerdict])
+	c.inflight = make(map[verdictKey]inflightCall)
+	c.releaseCall = c.release
 	if c.validTTL < 0 {
 		return
 	}
@@ -101,8 +115,8 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 			return v, nil, nil
 		}
 	}
-	if call := c.inflight[key]; call != nil {
-		return authVerdict{}, call, nil
+	if in, ok := c.inflight[key]; ok {
+		return authVerdict{}, in.call, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return authVerdict{}, nil, errorf("waiting for the End User token check: %w", err)
@@ -115,20 +129,21 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 	}
 	// The slot is released only when the call's goroutine returns, so that
 	// calls left running past their deadline stay bounded by maxCalls.
-	var call *flight[authVerdict]
-	call = start(func(_ context.Context, v authVerdict, err error) { c.settle(key, &call, v, err) }, c.release)
-	c.inflight[key] = call
+	c.started++
+	n := c.started
+	call := start(func(_ context.Context, v authVerdict, err error) { c.settle(key, n, v, err) }, c.releaseCall)
+	c.inflight[key] = inflightCall{call: call, n: n}
 	c.calls++
 	return authVerdict{}, call, nil
 }
 
-// settle caches the verdict of *call, unless Forget dropped it meanwhile.
-// call is read under the lock: lookup sets it under the lock too, after the
-// flight has started.
-func (c *verdictCache) settle(key verdictKey, call **flight[authVerdict], v authVerdict, err error) {
+// settle caches the verdict of call number n, unless Forget dropped it
+// meanwhile. The entry is read under the lock: lookup sets it under the
+// lock too, after the flight has started.
+func (c *verdictCache) settle(key verdictKey, n uint64, v authVerdict, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inflight[key] != *call {
+	if in, ok := c.inflight[key]; !ok || in.n != n {
 		return
 	}
 	delete(c.inflight, key)

@@ -8,6 +8,7 @@
 #   COUNT=10 bash scripts/bench.sh              # more rounds, steadier medians
 #   BENCH=UsersGet bash scripts/bench.sh        # one benchmark
 #   BENCH_LARGE=1 bash scripts/bench.sh         # also range over 100 000 Users
+#   BENCH='AuthenticatorCheck|CheckFloor' bash scripts/bench.sh   # the Check ratios alone
 #   bash scripts/bench.sh -test.cpu 1           # extra flags go to the test binary
 #
 # The rounds run the whole suite one after the other (rather than go test
@@ -90,4 +91,27 @@ awk '
 			for (i = 1; i <= m; i++) list = list sprintf(" %.3f", r[i])
 			printf "%-52s %8.3f %8d  %s\n", key, med, m, list
 		}
+	}' "$out"
+
+# A cached Authenticator.Check against its floor, BenchmarkCheckFloor (the
+# header's SHA-256 and one map lookup), round by round (issue 22: at most
+# 2x).
+echo
+echo "cached Check / floor (SHA-256 + map lookup), time: median of the rounds' own ratios"
+awk '
+	$1 ~ /^BenchmarkAuthenticatorCheck\/cache=on\/impl=sdk/ { c[++nc] = $3 }
+	$1 ~ /^BenchmarkCheckFloor/ { f[++nf] = $3 }
+	END {
+		m = 0
+		for (i = 1; i <= nc && i <= nf; i++) if (f[i] + 0 != 0) r[++m] = c[i] / f[i]
+		if (m == 0) { print "(not run: BENCH matched neither AuthenticatorCheck/cache=on nor CheckFloor)"; exit }
+		for (i = 2; i <= m; i++) {
+			v = r[i]
+			for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]
+			r[j + 1] = v
+		}
+		med = (m % 2) ? r[(m + 1) / 2] : (r[m / 2] + r[m / 2 + 1]) / 2
+		list = ""
+		for (i = 1; i <= m; i++) list = list sprintf(" %.3f", r[i])
+		printf "%-52s %8.3f %8d  %s\n", "AuthenticatorCheck/cache=on vs CheckFloor", med, m, list
 	}' "$out"
