@@ -309,6 +309,9 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 // in-process cache for at most sharedFirstLevelTTL. Forget fails only for
 // a blank authorization; a failing store is logged, not returned.
 func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
+	if err := a.checkClient(); err != nil {
+		return err // as Check and Handler refuse it: a sign-out must not seem done
+	}
 	if strings.TrimSpace(authorization) == "" {
 		return errorf("%w: authorization is empty", ErrInvalidArgument)
 	}

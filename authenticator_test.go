@@ -1035,3 +1035,16 @@ func TestAuthenticatorForgetInFlight(t *testing.T) {
 		})
 	})
 }
+
+// Forget refuses an Authenticator that Check and Handler refuse, so that a
+// sign-out on a misconfigured one never seems done.
+func TestForgetRefusesWithoutClient(t *testing.T) {
+	for name, a := range map[string]*Authenticator{
+		"no Client":     {},
+		"a zero Client": {Client: &Client{}},
+	} {
+		if err := a.Forget(context.Background(), "Bearer eu-123456789"); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: Forget = %v; want ErrInvalidArgument", name, err)
+		}
+	}
+}
