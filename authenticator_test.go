@@ -962,7 +962,7 @@ func TestAuthenticatorForget(t *testing.T) {
 	if err := a.Forget(ctx, "Bearer never-seen"); err != nil {
 		t.Errorf("Forget of an unknown token = %v, want nil", err)
 	}
-	if err := new(Authenticator).Forget(ctx, "Bearer eu-alice"); err != nil {
+	if err := (&Authenticator{Client: c}).Forget(ctx, "Bearer eu-alice"); err != nil {
 		t.Errorf("Forget before any Check = %v, want nil", err)
 	}
 	if err := (&Authenticator{Client: c, CacheTTL: -1}).Forget(ctx, "Bearer eu-alice"); err != nil {
