@@ -307,7 +307,8 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 // a verdict stored before, even one a check in flight elsewhere writes
 // after Forget; another replica may still accept the token from its
 // in-process cache for at most sharedFirstLevelTTL. Forget fails only for
-// a blank authorization; a failing store is logged, not returned.
+// a blank authorization or an Authenticator that Check would refuse (no
+// Client made by NewClient); a failing store is logged, not returned.
 func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
 	if err := a.checkClient(); err != nil {
 		return err // as Check and Handler refuse it: a sign-out must not seem done
