@@ -598,6 +598,8 @@ type limitedBody struct {
 	nhead int
 }
 
+// Read stops at the limit; past it, a probe of one byte tells a body of
+// exactly the limit from a longer one.
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		return 0, b.probe()

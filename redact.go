@@ -529,6 +529,7 @@ type redactedError struct {
 	cause error
 }
 
+// Error gives the redacted text, never the cause's own.
 func (e *redactedError) Error() string { return e.text }
 
 // Is reports whether the original error matches target, so that

@@ -127,10 +127,13 @@ func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Contex
 	return zero, fmt.Errorf("shared store: call abandoned (SharedStoreTimeout %v): %w", g.timeout, ctx.Err())
 }
 
+// Get, Set and Delete call the store through callStore, which abandons a
+// call at SharedStoreTimeout whatever the store does with ctx.
 func (s guarded) Get(ctx context.Context, key string) ([]byte, error) {
 	return callStore(ctx, s.g, func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) })
 }
 
+// Set: see Get.
 func (s guarded) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.store.Set(ctx, key, value, ttl)
@@ -138,6 +141,7 @@ func (s guarded) Set(ctx context.Context, key string, value []byte, ttl time.Dur
 	return err
 }
 
+// Delete: see Get.
 func (s guarded) Delete(ctx context.Context, key string) error {
 	_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) })
 	return err

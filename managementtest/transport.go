@@ -75,4 +75,5 @@ func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (aborted bool
 // failingReader fails every read with err.
 type failingReader struct{ err error }
 
+// Read reads nothing, as a connection cut before the body would.
 func (r failingReader) Read([]byte) (int, error) { return 0, r.err }

@@ -43,13 +43,17 @@ func Unprefixed(err error) error { return unprefixed{err} }
 // prefixed says Prefix before its error's text.
 type prefixed struct{ err error }
 
+// Error says Prefix once, before a text that has none of its own.
 func (e prefixed) Error() string { return Prefix + e.err.Error() }
 
+// Unwrap lets errors.Is and errors.As see through the prefix.
 func (e prefixed) Unwrap() error { return e.err }
 
 // unprefixed is an error inside another: its text without Prefix.
 type unprefixed struct{ err error }
 
+// Error drops Prefix, which the text around it says already.
 func (e unprefixed) Error() string { return strings.TrimPrefix(e.err.Error(), Prefix) }
 
+// Unwrap lets errors.Is and errors.As see through the dropped prefix.
 func (e unprefixed) Unwrap() error { return e.err }

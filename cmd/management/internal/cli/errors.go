@@ -37,8 +37,10 @@ type usageError struct {
 	noHelp bool // the message says what to do: the help would not
 }
 
+// Error is the mistake as said; Run adds the pointer to --help.
 func (e usageError) Error() string { return e.err.Error() }
 
+// Unwrap lets classify and the tests see the SDK's error beneath.
 func (e usageError) Unwrap() error { return e.err }
 
 // usagef returns a usageError with errtext.Errorf's text: the tool's
@@ -69,8 +71,10 @@ type exitError struct {
 	err  error
 }
 
+// Error is the command's error as said: the code is not shown.
 func (e *exitError) Error() string { return e.err.Error() }
 
+// Unwrap lets the tests match the SDK's error beneath the code.
 func (e *exitError) Unwrap() error { return e.err }
 
 // classify gives a command's error its exit code: ExitUsage for a

@@ -92,6 +92,8 @@ type jsonEscaper struct {
 	rest []byte // the start of a rune the last write ended in
 }
 
+// Write reports all of p written once it is escaped, the held start of a
+// split rune included.
 func (e *jsonEscaper) Write(p []byte) (int, error) {
 	buf := append(e.rest, p...)
 	end := len(buf)

@@ -120,6 +120,7 @@ func (e notFoundError) Error() string {
 	return errtext.Prefix + e.msg
 }
 
+// Unwrap keeps management.ErrNotFound and the *APIError reachable.
 func (e notFoundError) Unwrap() error { return e.err }
 
 // printable is id as a message shows it: as it is, or quoted when it holds
