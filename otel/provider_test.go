@@ -135,28 +135,8 @@ func TestRemoteParentGlobalProvider(t *testing.T) {
 func TestFlightLink(t *testing.T) {
 	srv := fakeWithAda(t)
 	spans := tracetest.NewSpanRecorder()
-	sent, release, joined := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	cfg := srv.Config()
-	base := cfg.HTTPClient.Transport
-	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if strings.HasSuffix(r.URL.Path, "/auth/token") {
-			sent <- struct{}{}
-			<-release
-		}
-		return base.RoundTrip(r)
-	})}
-	obs := mgmtotel.New(mgmtotel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))),
-		mgmtotel.WithMeterProvider(metricnoop.NewMeterProvider()))
-	link := obs.FlightJoined
-	obs.FlightJoined = func(ctx, started context.Context) {
-		link(ctx, started)
-		close(joined)
-	}
-	cfg.Observer = obs
-	c, err := management.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newFlightRig(t, srv, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)), "/auth/token")
+	c, sent, release, joined := f.client, f.sent, f.release, f.joined
 	done := make(chan error, 2)
 	get := func() {
 		_, err := c.Users.Get(t.Context(), "u-ada")
@@ -201,27 +181,8 @@ func TestCheckFlightLink(t *testing.T) {
 	endUser := "Bearer " + srv.IssueEndUserToken("u-ada")
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	sent, release, joined := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	cfg := srv.Config()
-	base := cfg.HTTPClient.Transport
-	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if strings.HasSuffix(r.URL.Path, "/authenticate") {
-			sent <- struct{}{}
-			<-release
-		}
-		return base.RoundTrip(r)
-	})}
-	obs := mgmtotel.New(mgmtotel.WithTracerProvider(tp), mgmtotel.WithMeterProvider(metricnoop.NewMeterProvider()))
-	link := obs.FlightJoined
-	obs.FlightJoined = func(ctx, started context.Context) {
-		link(ctx, started)
-		close(joined)
-	}
-	cfg.Observer = obs
-	c, err := management.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newFlightRig(t, srv, tp, "/authenticate")
+	c, sent, release, joined := f.client, f.sent, f.release, f.joined
 	a := &management.Authenticator{Client: c}
 	done := make(chan error, 2)
 	check := func(name string) {
@@ -257,4 +218,42 @@ func TestCheckFlightLink(t *testing.T) {
 	if len(starter.Links()) != 0 || len(waiter.Links()) != 1 || waiter.Links()[0].SpanContext.SpanID() != starter.SpanContext().SpanID() {
 		t.Errorf("links: starter %v, waiter %v; want the waiter's only, to the starter", starter.Links(), waiter.Links())
 	}
+}
+
+// flightRig is a Client of a fake whose requests to one path wait for
+// release, once sent has told of them, and whose Observer (this module's,
+// on tp) closes joined once an operation or check has joined another's
+// flight.
+type flightRig struct {
+	client  *management.Client
+	sent    chan struct{}
+	release chan struct{}
+	joined  chan struct{}
+}
+
+func newFlightRig(t *testing.T, srv *managementtest.Server, tp trace.TracerProvider, held string) flightRig {
+	t.Helper()
+	f := flightRig{sent: make(chan struct{}, 1), release: make(chan struct{}), joined: make(chan struct{})}
+	cfg := srv.Config()
+	base := cfg.HTTPClient.Transport
+	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(r.URL.Path, held) {
+			f.sent <- struct{}{}
+			<-f.release
+		}
+		return base.RoundTrip(r)
+	})}
+	obs := mgmtotel.New(mgmtotel.WithTracerProvider(tp), mgmtotel.WithMeterProvider(metricnoop.NewMeterProvider()))
+	link := obs.FlightJoined
+	obs.FlightJoined = func(ctx, started context.Context) {
+		link(ctx, started)
+		close(f.joined)
+	}
+	cfg.Observer = obs
+	c, err := management.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client = c
+	return f
 }
