@@ -1,11 +1,13 @@
 package benchmark
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -45,53 +47,6 @@ var (
 	benchBadPage      = newBenchResponse(http.StatusBadRequest, []byte(`{"reason":"COMMON.REQUEST_VALIDATION","error_message":"page is not valid"}`))
 )
 
-// benchUserJSON is a realistic SingleUser: consents, custom settings of
-// every supported kind, and associated Things (one never seen).
-const benchUserJSON = `{
-  "id": "usr-00000042",
-  "email": "ada.lovelace@example.com",
-  "first_name": "Ada",
-  "last_name": "Lovelace",
-  "is_anonymous": false,
-  "terms_of_use_version_approved": "2024-03",
-  "email_verification_status": "Verified",
-  "consents": [
-    {"key": "marketing_email", "value": "Accept", "updated_at": "2024-03-01T10:15:30.123Z"},
-    {"key": "analytics", "value": "Reject", "updated_at": "2024-03-01T10:15:31.456Z"},
-    {"key": "product_research", "value": "Accept", "updated_at": "2024-05-17T08:00:00.000Z"}
-  ],
-  "custom_settings": {
-    "theme": "dark",
-    "volume": 7,
-    "brightness": 0.75,
-    "beta_features": true,
-    "nickname": null,
-    "favourite_rooms": ["kitchen", "living room", "garage"],
-    "limits": {"daily": 120, "monthly": 3600, "unit": "minutes"},
-    "device_order": 9007199254740993
-  },
-  "associated_things": [
-    {
-      "physical_id": "thing-7f3a9c",
-      "name": "Kitchen speaker",
-      "model": "SPK-200",
-      "firmware_version": "3.4.1",
-      "last_seen_at": "2024-06-02T19:45:12.345Z",
-      "association_data": {"associated_at": "2024-01-15T12:00:00.000Z"}
-    },
-    {
-      "physical_id": "thing-19b2e0",
-      "name": "Garage sensor",
-      "model": "SNS-10",
-      "firmware_version": "1.0.9",
-      "last_seen_at": null,
-      "association_data": {"associated_at": "2024-02-20T07:30:00.000Z"}
-    }
-  ],
-  "created_at": "2023-11-04T09:12:45.678Z",
-  "updated_at": "2024-06-02T19:45:12.345Z"
-}`
-
 // benchAuthJSON is the authenticate endpoint's answer for a valid End User token.
 const benchAuthJSON = `{"is_token_valid":true,"user_id":"usr-00000042","user_role":"APPUSER","to_client_response":null}`
 
@@ -110,6 +65,19 @@ type benchServer struct {
 	users int
 }
 
+// readUser returns the User every benchmark reads, testdata/user.json: a
+// realistic SingleUser (consents, custom settings of every kind, among
+// them an integer above 2^53, and associated Things, one never seen),
+// which internal/benchmark/peers reads too.
+func readUser(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
+
 // newBenchServer starts a server holding users generated Users, whose
 // tokens live tokenLifetime (whole seconds on the wire). It is closed
 // when tb ends.
@@ -118,7 +86,7 @@ func newBenchServer(tb testing.TB, users int, tokenLifetime time.Duration) *benc
 	s := &benchServer{
 		token: newBenchResponse(http.StatusOK, fmt.Appendf(nil,
 			`{"access_token":%q,"token_type":"Bearer","expires_in":%d}`, benchAccessToken, int(tokenLifetime/time.Second))),
-		user:  newBenchResponse(http.StatusOK, []byte(benchUserJSON)),
+		user:  newBenchResponse(http.StatusOK, readUser(tb, "testdata/user.json")),
 		auth:  newBenchResponse(http.StatusOK, []byte(benchAuthJSON)),
 		pages: benchPages(tb, users),
 		users: users,

@@ -1,12 +1,14 @@
 package peers
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,54 +51,6 @@ var (
 	authAnswer   = newResponse(http.StatusOK, `{"is_token_valid":true,"user_id":"usr-00000042","user_role":"APPUSER","to_client_response":null}`)
 )
 
-// userJSON is a realistic SingleUser (the one of internal/benchmark):
-// consents, custom settings of every kind, among them an integer above
-// 2^53, and associated Things.
-const userJSON = `{
-  "id": "usr-00000042",
-  "email": "ada.lovelace@example.com",
-  "first_name": "Ada",
-  "last_name": "Lovelace",
-  "is_anonymous": false,
-  "terms_of_use_version_approved": "2024-03",
-  "email_verification_status": "Verified",
-  "consents": [
-    {"key": "marketing_email", "value": "Accept", "updated_at": "2024-03-01T10:15:30.123Z"},
-    {"key": "analytics", "value": "Reject", "updated_at": "2024-03-01T10:15:31.456Z"},
-    {"key": "product_research", "value": "Accept", "updated_at": "2024-05-17T08:00:00.000Z"}
-  ],
-  "custom_settings": {
-    "theme": "dark",
-    "volume": 7,
-    "brightness": 0.75,
-    "beta_features": true,
-    "nickname": null,
-    "favourite_rooms": ["kitchen", "living room", "garage"],
-    "limits": {"daily": 120, "monthly": 3600, "unit": "minutes"},
-    "device_order": 9007199254740993
-  },
-  "associated_things": [
-    {
-      "physical_id": "thing-7f3a9c",
-      "name": "Kitchen speaker",
-      "model": "SPK-200",
-      "firmware_version": "3.4.1",
-      "last_seen_at": "2024-06-02T19:45:12.345Z",
-      "association_data": {"associated_at": "2024-01-15T12:00:00.000Z"}
-    },
-    {
-      "physical_id": "thing-19b2e0",
-      "name": "Garage sensor",
-      "model": "SNS-10",
-      "firmware_version": "1.0.9",
-      "last_seen_at": null,
-      "association_data": {"associated_at": "2024-02-20T07:30:00.000Z"}
-    }
-  ],
-  "created_at": "2023-11-04T09:12:45.678Z",
-  "updated_at": "2024-06-02T19:45:12.345Z"
-}`
-
 // server is the one loopback service the three clients call in the same
 // process. It checks what the spec asks of a request (Basic credentials
 // and a JSON grant on the token endpoint, the current Bearer token
@@ -118,11 +72,22 @@ type server struct {
 	pages []response // pages[i] starts at User i*pageSize
 }
 
+// readUser returns internal/benchmark's User (testdata/user.json there), so
+// that the three columns read what the SDK's own benchmarks read.
+func readUser(tb testing.TB) []byte {
+	tb.Helper()
+	b, err := os.ReadFile("../testdata/user.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
+
 // newServer starts a server of users generated Users whose tokens live
 // lifetime; it is closed when tb ends.
 func newServer(tb testing.TB, users int, lifetime time.Duration) *server {
 	tb.Helper()
-	s := &server{lifetime: int(lifetime / time.Second), user: newResponse(http.StatusOK, userJSON), pages: encodePages(tb, users)}
+	s := &server{lifetime: int(lifetime / time.Second), user: newResponse(http.StatusOK, string(readUser(tb))), pages: encodePages(tb, users)}
 	s.rotate()
 	s.Server = httptest.NewServer(s)
 	tb.Cleanup(s.Close)
