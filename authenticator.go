@@ -181,7 +181,7 @@ func (a *Authenticator) init() {
 }
 
 // errNoClient is Check's answer when Authenticator.Client is not set.
-var errNoClient = errorf("%w: Authenticator.Client is nil", ErrInvalidArgument)
+var errNoClient = errorf("%w: Authenticator.Client is nil; use NewClient", ErrInvalidArgument)
 
 // checkClient refuses an Authenticator that cannot work, rather than
 // answering 503 to every request: one without a Client, with a Client that

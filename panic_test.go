@@ -389,18 +389,23 @@ func TestZeroClientSaysUseNewClient(t *testing.T) {
 		}()
 		_, _ = (&Client{}).Users.Get(t.Context(), "u-1")
 	}()
-	a := &Authenticator{Client: &Client{}}
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	r.Header.Set("Authorization", "Bearer eu-12345678")
-	if _, err := a.Check(r); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "use NewClient") {
-		t.Errorf("Authenticator of a zero Client: Check = %v; want ErrInvalidArgument saying to use NewClient", err)
-	}
-	func() {
-		defer func() {
-			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "use NewClient") {
-				t.Errorf("Handler panicked with %v; want a panic saying to use NewClient", p)
-			}
+	for name, c := range map[string]*Client{"zero": {}, "nil": nil} {
+		a := &Authenticator{Client: c}
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", "Bearer eu-12345678")
+		if _, err := a.Check(r); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "use NewClient") {
+			t.Errorf("Authenticator of a %s Client: Check = %v; want ErrInvalidArgument saying to use NewClient", name, err)
+		}
+		if err := a.Forget(t.Context(), "Bearer eu-12345678"); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "use NewClient") {
+			t.Errorf("Authenticator of a %s Client: Forget = %v; want ErrInvalidArgument saying to use NewClient", name, err)
+		}
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "use NewClient") {
+					t.Errorf("Authenticator of a %s Client: Handler panicked with %v; want a panic saying to use NewClient", name, p)
+				}
+			}()
+			a.Handler(http.NotFoundHandler())
 		}()
-		a.Handler(http.NotFoundHandler())
-	}()
+	}
 }
