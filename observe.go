@@ -61,8 +61,9 @@ type Observer struct {
 	// (an operation of its own). The context it returns (ctx when nil is
 	// returned) is the request's: a span started here is the parent of
 	// whatever the HTTPClient records. Fields it sets in a.Header are sent
-	// with the request (trace propagation), except those the SDK sets or
-	// that could carry or redirect a credential (see Attempt.Header).
+	// with the request (trace propagation), except those the SDK sets,
+	// that could carry or redirect a credential or that change how the
+	// answer comes (see Attempt.Header).
 	AttemptStart func(ctx context.Context, op Operation, a Attempt) context.Context
 	// AttemptDone is called once per AttemptStart, when the answer's
 	// headers came or the request failed, with the context AttemptStart
@@ -100,8 +101,11 @@ type Attempt struct {
 	// Header starts empty for AttemptStart to fill. The fields set are
 	// added to the request, but never Authorization, Cookie, Host,
 	// Content-*, Proxy-*, the hop-by-hop fields, a field the SDK sets
-	// (Accept, User-Agent), or a name or value net/http cannot send: a hook
-	// can neither read nor replace the request's credentials.
+	// (Accept, User-Agent), one that changes how the answer comes
+	// (Accept-Encoding, Range, If-*), or a name or value net/http cannot
+	// send; a name is read with its underscores as hyphens (User_Agent is
+	// User-Agent). A hook can neither read nor replace the request's
+	// credentials, nor turn off net/http's decompression of gzip.
 	Header http.Header
 }
 
@@ -322,7 +326,9 @@ func (c *Client) startAttempt(ctx context.Context, op Operation, a Attempt, hr *
 	}
 	for name, values := range a.Header {
 		name = http.CanonicalHeaderKey(name)
-		if !propagated(name) || hr.Header[name] != nil {
+		// "The SDK set it" reads the name as the block list does: a hook's
+		// User_Agent would otherwise travel beside the SDK's User-Agent.
+		if !propagated(name) || hr.Header[name] != nil || hr.Header[hyphenated(name)] != nil {
 			continue
 		}
 		for _, v := range values {
@@ -336,16 +342,20 @@ func (c *Client) startAttempt(ctx context.Context, op Operation, a Attempt, hr *
 
 // propagated reports whether a field an AttemptStart hook set may be
 // sent: a valid name that neither carries nor steers credentials, nor
-// changes how the request is framed or routed. A name is judged with its
-// underscores read as hyphens, as CGI and some proxies read them:
-// "Proxy_Authorization" is Proxy-Authorization to them.
+// changes how the request is framed or routed, nor how the answer comes:
+// Accept-Encoding (net/http decodes gzip only when it asked for it
+// itself), Range and the conditional If- fields (a part of the answer, or
+// none). A name is judged with its underscores read as hyphens, as CGI and
+// some proxies read them: "Proxy_Authorization" is Proxy-Authorization to
+// them.
 func propagated(name string) bool {
-	hyphenated := http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))
-	if name == "" || strings.HasPrefix(hyphenated, "Content-") || strings.HasPrefix(hyphenated, "Proxy-") {
+	h := hyphenated(name)
+	if name == "" || strings.HasPrefix(h, "Content-") || strings.HasPrefix(h, "Proxy-") || strings.HasPrefix(h, "If-") {
 		return false
 	}
-	switch hyphenated {
-	case "Authorization", "Cookie", "Host", "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect":
+	switch h {
+	case "Authorization", "Cookie", "Host", "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect",
+		"Accept-Encoding", "Range":
 		return false
 	}
 	for i := range len(name) {
@@ -355,6 +365,12 @@ func propagated(name string) bool {
 		}
 	}
 	return true
+}
+
+// hyphenated is the canonical form of name with its underscores read as
+// hyphens: "User-Agent" for "User_agent".
+func hyphenated(name string) string {
+	return http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))
 }
 
 // doneAttempt calls AttemptDone with what came back: resp, or err,
