@@ -309,9 +309,10 @@ func (s *tokenCache) fetch(ctx context.Context, refused string) (fetched, error)
 
 // finish records a flight's outcome (a panic or a hang of the hosted code
 // is a failure like any other) before the callers waiting for it are
-// woken. A run of failed refreshes is logged twice, at its start (Warn)
-// and at its end (Info), however long it lasts.
-func (s *tokenCache) finish(ctx context.Context, got fetched, err error) {
+// woken, and returns the log of it, which runs once they are: the Logger
+// is hosted code. A run of failed refreshes is logged twice, at its start
+// (Warn) and at its end (Info), however long it lasts.
+func (s *tokenCache) finish(ctx context.Context, got fetched, err error) (report func()) {
 	s.mu.Lock()
 	failures := s.failures
 	var started, ended bool
@@ -326,12 +327,16 @@ func (s *tokenCache) finish(ctx context.Context, got fetched, err error) {
 	log := s.client.logger
 	switch {
 	case started:
-		log.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token until it expires and retrying with backoff",
-			slog.String("error", err.Error()))
+		return func() {
+			log.LogAttrs(ctx, slog.LevelWarn, "management: token refresh failed, using the current token until it expires and retrying with backoff",
+				slog.String("error", err.Error()))
+		}
 	case ended:
-		log.LogAttrs(ctx, slog.LevelInfo, "management: token refresh succeeded again",
-			slog.Int("failures", failures))
+		return func() {
+			log.LogAttrs(ctx, slog.LevelInfo, "management: token refresh succeeded again", slog.Int("failures", failures))
+		}
 	}
+	return nil
 }
 
 // request makes a token request and says when its token is due for refresh.

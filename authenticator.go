@@ -233,7 +233,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 	// reported to the Observer (FlightJoined), as an operation joining a
 	// token fetch is.
 	ctx := markOperation(r.Context(), a.observer())
-	start := func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
+	start := func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
 		return a.start(ctx, header, settle, release)
 	}
 	// With a store, judge spends the budget, once the store has no verdict.
@@ -261,7 +261,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 // contains its panics and hangs; its failures are
 // ErrAuthenticationUnavailable, and a panic's value is redacted of the End
 // User's credential and the Client's.
-func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict] {
+func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
 	host := flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
 		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
 	return startFlight(keepDeadline(ctx), host, a.timeout,

@@ -60,7 +60,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives a Debug record per attempt and an Info record per
 	// retry decision: method, path without query, status, attempt, wait.
-	// Never headers, bodies, tokens or secrets. nil discards.
+	// Never headers, bodies, tokens or secrets. nil discards. Its handler
+	// is called from the SDK's own goroutines too (token requests,
+	// Authenticator checks, store calls), where a panic of it is recovered
+	// and logged, or dropped when it panics again: it never takes the
+	// process down, nor keeps a caller waiting past the call's deadline.
 	Logger *slog.Logger
 	// Observer, when set, is told of every operation, retry and
 	// Authenticator check, for tracing and metrics (see Observer and

@@ -51,45 +51,65 @@ const abandonGrace = 100 * time.Millisecond
 // outlives timeout (code that ignores its context), its waiters get an
 // error at the timeout and call is left behind, logged. Either way finish,
 // when not nil, records the outcome under its owner's lock before the
-// waiters are woken; release, when not nil, runs once call's goroutine has
-// returned, however late, so that an owner can bound the calls still
-// running.
+// waiters are woken, and must not call hosted code there: what it returns
+// (nil for nothing) runs once they are woken, and may (it logs). release,
+// when not nil, runs once call's goroutine has returned, however late, so
+// that an owner can bound the calls still running.
+//
+// The result is published (the waiters woken) before anything that calls
+// hosted code after call returns: the Logger, which may panic or block,
+// cannot keep a waiter. A panic of that code is contained too (see
+// contain).
 //
 // One goroutine per flight: the call's own, which settles the flight when
 // call returns or panics. Only a call that outlives timeout is settled
 // from elsewhere, by a timer armed for timeout plus abandonGrace and
 // stopped when call returns; whichever settles first wins.
 func startFlight[T any](ctx context.Context, h flightHost, timeout time.Duration, call func(context.Context) (T, error),
-	finish func(context.Context, T, error), release func()) *flight[T] {
+	finish func(context.Context, T, error) (report func()), release func()) *flight[T] {
 	f := &flight[T]{done: make(chan struct{}), started: ctx, origin: markOf(ctx)}
 	// WithoutCancel drops ctx's deadline too: the call's deadline is
 	// exactly timeout from now, so the abandon timer needs no context.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	abandon := time.AfterFunc(timeout+abandonGrace, func() {
-		if f.claim() { // not logged when the call won the race
-			var zero T
-			f.settle(ctx, finish, zero, h.abandoned(ctx))
+		defer h.contain(ctx) // the logs below: a Logger may panic
+		if !f.claim() {
+			return // not logged when the call won the race
 		}
+		var zero T
+		report := f.settle(ctx, finish, zero, h.abandoned(ctx))
+		h.logAbandoned(ctx)
+		runReport(report)
 	})
 	go func() {
 		defer cancel()
 		if release != nil {
 			defer release()
 		}
+		defer h.contain(ctx) // a panic once the result is published: of finish's report, a Logger's
+		returned := false
 		defer func() {
-			if p := recover(); p != nil {
-				abandon.Stop()
-				var zero T
-				err := h.panicked(ctx, p) // logged even when abandoned: the panic is news
-				if f.claim() {
-					f.settle(ctx, finish, zero, err)
-				}
+			if returned {
+				return // a panic, if any, is not call's: contain's
 			}
+			p := recover()
+			if p == nil {
+				return
+			}
+			abandon.Stop()
+			var report func()
+			if f.claim() {
+				var zero T
+				report = f.settle(ctx, finish, zero, h.panicked())
+			}
+			h.logPanic(ctx, p, panicFailed) // logged even when abandoned: the panic is news
+			runReport(report)
 		}()
 		v, err := call(ctx)
+		returned = true
 		abandon.Stop()
 		if f.claim() {
-			f.settle(ctx, finish, v, err)
+			runReport(f.settle(ctx, finish, v, err))
 		}
 	}()
 	return f
@@ -102,42 +122,83 @@ func (f *flight[T]) claim() bool {
 }
 
 // settle sets the flight's outcome, has finish record it and wakes the
-// waiters; only the one that claimed the flight settles it.
-func (f *flight[T]) settle(ctx context.Context, finish func(context.Context, T, error), v T, err error) {
+// waiters; it returns what finish left to run once they are woken. Only
+// the one that claimed the flight settles it.
+func (f *flight[T]) settle(ctx context.Context, finish func(context.Context, T, error) func(), v T, err error) (report func()) {
 	f.val, f.err = v, err
 	if finish != nil {
-		finish(ctx, v, err)
+		report = finish(ctx, v, err)
 	}
 	close(f.done)
+	return report
 }
 
-// panicked logs a panic of the hosted code and returns the waiters' error.
-func (h flightHost) panicked(ctx context.Context, p any) error {
-	r := &redactor{}
-	if h.redactor != nil {
-		r = h.redactor()
+// runReport runs the report a flight's finish left, if any.
+func runReport(report func()) {
+	if report != nil {
+		report()
 	}
-	if h.logger != nil {
-		h.logger.LogAttrs(ctx, slog.LevelError, "management: code hosted by the SDK panicked; its callers get an error",
-			slog.String("call", h.what), slog.String("panic", r.panicText(p)), slog.String("stack", string(debug.Stack())))
+}
+
+// contain, deferred in a goroutine the SDK starts, recovers a panic of the
+// hosted code it runs (a Logger's included) and logs it: no hosted code
+// kills the process from a goroutine of the SDK's own.
+func (h flightHost) contain(ctx context.Context) {
+	if p := recover(); p != nil {
+		h.logPanic(ctx, p, panicContained)
 	}
+}
+
+// The records of a panic of hosted code: of a call, whose callers get an
+// error, and of what runs around it in the background (a Logger's, a
+// write-back's), whose callers are not affected.
+const (
+	panicFailed    = "management: code hosted by the SDK panicked; its callers get an error"
+	panicContained = "management: code hosted by the SDK panicked in the background; the SDK goes on"
+)
+
+// panicked is the waiters' error for a call that panicked.
+func (h flightHost) panicked() error {
 	if h.sentinel != nil {
 		return errorf("%w: the %s panicked (logged)", h.sentinel, h.what)
 	}
 	return errorf("the %s panicked (logged)", h.what)
 }
 
-// abandoned logs a call left running past its timeout and returns the
-// waiters' error.
-func (h flightHost) abandoned(ctx context.Context) error {
-	if h.logger != nil {
-		h.logger.LogAttrs(ctx, slog.LevelWarn, "management: a call ignored its deadline; its callers were answered, the call is left running",
-			slog.String("call", h.what))
+// logPanic logs a panic of hosted code as msg, once, at Error, with its
+// value redacted and the stack it was raised on (called from the
+// recovering function, whose stack still holds the panicking frames). A
+// panic while logging it (of the Logger, or of the value's String method)
+// is dropped: there is no one left to tell.
+func (h flightHost) logPanic(ctx context.Context, p any, msg string) {
+	if h.logger == nil {
+		return
 	}
+	defer dropPanic()
+	r := &redactor{}
+	if h.redactor != nil {
+		r = h.redactor()
+	}
+	h.logger.LogAttrs(ctx, slog.LevelError, msg, slog.String("call", h.what), slog.String("panic", r.panicText(p)), slog.String("stack", string(debug.Stack())))
+}
+
+// dropPanic, deferred, drops a panic.
+func dropPanic() { _ = recover() }
+
+// abandoned is the waiters' error for a call that outlived its deadline.
+func (h flightHost) abandoned(ctx context.Context) error {
 	if h.sentinel != nil {
 		return errorf("%w: the %s did not end by its deadline: %w", h.sentinel, h.what, ctx.Err())
 	}
 	return errorf("the %s did not end by its deadline: %w", h.what, ctx.Err())
+}
+
+// logAbandoned logs a call left running past its deadline.
+func (h flightHost) logAbandoned(ctx context.Context) {
+	if h.logger != nil {
+		h.logger.LogAttrs(ctx, slog.LevelWarn, "management: a call ignored its deadline; its callers were answered, the call is left running",
+			slog.String("call", h.what))
+	}
 }
 
 // wait returns the flight's result, or ctx's error if ctx ends first.

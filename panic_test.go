@@ -91,70 +91,105 @@ func TestPanicChild(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  func(*Config)
+		// panics is the number of panics a check meets: a hook called
+		// for the token request and for the check's own panics in both
+		// flights.
+		panics int
 	}{
 		{"AuthCallsInFlight hook writes to a nil map", func(c *Config) {
 			var gauge map[string]int
 			c.Observer = &Observer{AuthCallsInFlight: func(context.Context, int) { gauge["calls"]++ }}
-		}},
+		}, 1},
 		{"RoundTripper panics with its *http.Request", func(c *Config) {
 			c.HTTPClient = &http.Client{Transport: serviceTransport(func(r *http.Request, _ string) { panic(r) })}
-		}},
+		}, 1},
 		{"RoundTripper panics quoting its headers", func(c *Config) {
 			c.HTTPClient = &http.Client{Transport: serviceTransport(func(r *http.Request, body string) {
 				panic(fmt.Sprintf("boom: %v %s", r.Header, body))
 			})}
-		}},
+		}, 1},
 		{"TokenSource panics", func(c *Config) {
 			c.ClientID, c.ClientSecret = "", ""
 			c.TokenSource = panickingSource{}
-		}},
+		}, 1},
 		{"OperationStart hook panics", func(c *Config) {
 			c.Observer = &Observer{OperationStart: func(context.Context, Operation) context.Context { panic("hook") }}
-		}},
+		}, 1},
+		{"OperationDone hook panics", func(c *Config) {
+			c.Observer = &Observer{OperationDone: func(context.Context, Operation, OperationResult) { panic("hook") }}
+		}, 2},
+		{"AttemptStart hook panics", func(c *Config) {
+			c.Observer = &Observer{AttemptStart: func(context.Context, Operation, Attempt) context.Context { panic("hook") }}
+		}, 1},
+		{"AttemptDone hook panics", func(c *Config) {
+			c.Observer = &Observer{AttemptDone: func(context.Context, Operation, Attempt, AttemptResult) { panic("hook") }}
+		}, 1},
+		{"Retry hook panics", func(c *Config) {
+			c.MaxRetries = 1
+			c.Observer = &Observer{Retry: func(context.Context, Operation, RetryInfo) { panic("hook") }}
+			c.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if strings.HasSuffix(r.URL.Path, "/auth/token") {
+					return answerJSON(r, 200, `{"access_token":"`+mockToken+`","token_type":"Bearer","expires_in":600}`), nil
+				}
+				return answerJSON(r, 503, `{}`), nil
+			})}
+		}, 1},
+		{"TokenSource's Invalidate panics on a 401", func(c *Config) {
+			c.ClientID, c.ClientSecret = "", ""
+			c.TokenSource = invalidatePanics{}
+			c.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				return answerJSON(r, 401, `{}`), nil
+			})}
+		}, 1},
 	}
 	for _, tt := range tests {
+		// In a bubble, so that the flights' goroutines are done (they log
+		// once they have answered) before the log is read.
 		t.Run(tt.name, func(t *testing.T) {
-			logs := &logBuffer{}
-			cfg := Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret, MaxRetries: -1,
-				Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
-				HTTPClient: &http.Client{Transport: serviceTransport(nil)}}
-			tt.cfg(&cfg)
-			c, err := NewClient(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := &Authenticator{Client: c}
-			var ran atomic.Int32
-			h := a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ran.Add(1) }))
-			for i := range 5 {
-				w := httptest.NewRecorder()
+			synctest.Test(t, func(t *testing.T) {
+				logs := &logBuffer{}
+				cfg := Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret, MaxRetries: -1,
+					Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
+					HTTPClient: &http.Client{Transport: serviceTransport(nil)}}
+				tt.cfg(&cfg)
+				c, err := NewClient(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := &Authenticator{Client: c}
+				var ran atomic.Int32
+				h := a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ran.Add(1) }))
+				for i := range 5 {
+					w := httptest.NewRecorder()
+					r := httptest.NewRequest(http.MethodGet, "/api", nil)
+					r.Header.Set("Authorization", fmt.Sprintf("%s-%d", forged, i))
+					h.ServeHTTP(w, r)
+					if w.Code != http.StatusServiceUnavailable {
+						t.Errorf("run %d: status %d, want 503", i, w.Code)
+					}
+				}
+				if n := ran.Load(); n != 0 {
+					t.Errorf("the protected handler ran %d times", n)
+				}
 				r := httptest.NewRequest(http.MethodGet, "/api", nil)
-				r.Header.Set("Authorization", fmt.Sprintf("%s-%d", forged, i))
-				h.ServeHTTP(w, r)
-				if w.Code != http.StatusServiceUnavailable {
-					t.Errorf("run %d: status %d, want 503", i, w.Code)
+				r.Header.Set("Authorization", forged+"-check")
+				if _, err := a.Check(r); !errors.Is(err, ErrAuthenticationUnavailable) || !strings.Contains(err.Error(), "panicked") {
+					t.Errorf("Check = %v; want ErrAuthenticationUnavailable saying the call panicked", err)
 				}
-			}
-			if n := ran.Load(); n != 0 {
-				t.Errorf("the protected handler ran %d times", n)
-			}
-			r := httptest.NewRequest(http.MethodGet, "/api", nil)
-			r.Header.Set("Authorization", forged+"-check")
-			if _, err := a.Check(r); !errors.Is(err, ErrAuthenticationUnavailable) || !strings.Contains(err.Error(), "panicked") {
-				t.Errorf("Check = %v; want ErrAuthenticationUnavailable saying the call panicked", err)
-			}
-			text := logs.String()
-			if n := strings.Count(text, `"level":"ERROR"`); n != 6 {
-				t.Errorf("%d Error records, want one a panic (6):\n%s", n, text)
-			}
-			if !strings.Contains(text, `"stack":"goroutine`) {
-				t.Errorf("no stack logged:\n%s", text)
-			}
-			for _, secret := range []string{mockToken, "eu-forged-token", mockSecret} {
-				if strings.Contains(text, secret) {
-					t.Errorf("the log holds %q:\n%s", secret, text)
+				synctest.Wait()
+				text := logs.String()
+				if n, want := strings.Count(text, `"level":"ERROR"`), 6*tt.panics; n != want {
+					t.Errorf("%d Error records, want one a panic (%d):\n%s", n, want, text)
 				}
-			}
+				if !strings.Contains(text, `"stack":"goroutine`) {
+					t.Errorf("no stack logged:\n%s", text)
+				}
+				for _, secret := range []string{mockToken, "eu-forged-token", mockSecret} {
+					if strings.Contains(text, secret) {
+						t.Errorf("the log holds %q:\n%s", secret, text)
+					}
+				}
+			})
 		})
 	}
 	t.Run("token request panics", func(t *testing.T) {
@@ -208,6 +243,7 @@ func TestPanicChild(t *testing.T) {
 	})
 	t.Run("1000 panics leave nothing behind", testPanicsLeaveNothingBehind)
 	t.Run("shared store panics", testStorePanics)
+	t.Run("Logger panics", testLoggerPanics)
 }
 
 // A SharedStore that panics on every call, in the goroutine that bounds
@@ -254,6 +290,14 @@ func testStorePanicsInBubble(t *testing.T) {
 type panickingSource struct{}
 
 func (panickingSource) Token(context.Context) (*Token, error) { panic("token source") }
+
+// invalidatePanics is a TokenSource whose optional Invalidate panics.
+type invalidatePanics struct{}
+
+func (invalidatePanics) Token(context.Context) (*Token, error) {
+	return &Token{AccessToken: mockToken}, nil
+}
+func (invalidatePanics) Invalidate(*Token) { panic("invalidate") }
 
 // After 1 000 checks whose call panics, a valid token still passes: the
 // flights are removed, the slots and leases released, nothing cached, and
@@ -337,6 +381,7 @@ func TestHangingHostedCodeIsBounded(t *testing.T) {
 		if err := check("eu-hang-3"); !errors.Is(err, ErrTooManyChecks) {
 			t.Errorf("a third check while two calls hang: %v; want ErrTooManyChecks (the calls left behind are bounded)", err)
 		}
+		synctest.Wait() // the timers log once they have answered
 		if n := strings.Count(logs.String(), "left running"); n != 2 {
 			t.Errorf("%d records of a call left running, want 2:\n%s", n, logs)
 		}

@@ -66,10 +66,13 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 		return nil, time.Time{}, err
 	}
 	// The token is stored, then the lease released, while the callers
-	// go on with it: a slow store delays no one.
+	// go on with it: a slow store delays no one. Both log a failing store:
+	// a Logger that panics is contained, and the lease released still.
 	go func() {
+		ctx := context.WithoutCancel(ctx)
+		defer s.store.contain(ctx)
 		defer unlock()
-		s.put(context.WithoutCancel(ctx), storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
+		s.put(ctx, storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
 	}()
 	return tok, refreshAt, nil
 }

@@ -65,7 +65,12 @@ func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdic
 	l := lease{store: s.store, key: slot + ":lease", ttl: verdictLease, patience: callerPatience(ctx, verdictLease)}
 	v, found, unlock := awaitLease(ctx, l, func() (authVerdict, bool, error) { return s.read(ctx, slot, header) })
 	if unlock != nil {
-		context.AfterFunc(ctx, unlock)
+		// In a goroutine of its own, which logs a failing store: a Logger
+		// that panics is contained there.
+		context.AfterFunc(ctx, func() {
+			defer s.store.contain(ctx)
+			unlock()
+		})
 	}
 	return v, slot, found
 }

@@ -107,7 +107,8 @@ func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Contex
 		defer g.running.Add(-1)
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: g.host.panicked(ctx, p)}
+				done <- result{err: g.host.panicked()} // the caller first: the log below is hosted code
+				g.host.logPanic(ctx, p, panicFailed)
 			}
 		}()
 		v, err := op(ctx)
@@ -230,6 +231,15 @@ func (s *sharedStore) tryLock(ctx context.Context, key string, ttl time.Duration
 		return nil, false, err
 	}
 	return func(ctx context.Context) { s.note(ctx, release(ctx)) }, true, nil
+}
+
+// contain, deferred in a goroutine the SDK starts to call the store,
+// recovers a panic of the code it hosts there (the Logger's, in note) and
+// logs it (see flightHost.contain).
+func (s *sharedStore) contain(ctx context.Context) {
+	if p := recover(); p != nil {
+		s.store.g.host.logPanic(ctx, p, panicContained)
+	}
 }
 
 // note logs the start of a streak of failures (Warn) and its end (Info,

@@ -101,7 +101,7 @@ func orDefault[T int | time.Duration](v, def T) T {
 
 // startFunc starts the call that judges a token; settle and release are
 // the flight's finish and release (see startFlight).
-type startFunc func(settle func(context.Context, authVerdict, error), release func()) *flight[authVerdict]
+type startFunc func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict]
 
 // lookup returns the unexpired verdict on key (call nil), or else the call
 // in flight for it, which it starts with start when there is none, within
@@ -131,7 +131,10 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 	// calls left running past their deadline stay bounded by maxCalls.
 	c.started++
 	n := c.started
-	call := start(func(_ context.Context, v authVerdict, err error) { c.settle(key, n, v, err) }, c.releaseCall)
+	call := start(func(_ context.Context, v authVerdict, err error) func() {
+		c.settle(key, n, v, err)
+		return nil
+	}, c.releaseCall)
 	c.inflight[key] = inflightCall{call: call, n: n}
 	c.calls++
 	return authVerdict{}, call, nil
@@ -139,7 +142,8 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 
 // settle caches the verdict of call number n, unless Forget dropped it
 // meanwhile. The entry is read under the lock: lookup sets it under the
-// lock too, after the flight has started.
+// lock too, after the flight has started. It runs before the call's
+// waiters are woken, and so calls no hosted code (no hook, no Logger).
 func (c *verdictCache) settle(key verdictKey, n uint64, v authVerdict, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
