@@ -171,10 +171,10 @@ func (h flightHost) panicked() error {
 // panic while logging it (of the Logger, or of the value's String method)
 // is dropped: there is no one left to tell.
 func (h flightHost) logPanic(ctx context.Context, p any, msg string) {
-	if h.logger == nil {
-		return
-	}
 	defer dropPanic()
+	if h.logger == nil || !h.logger.Enabled(ctx, slog.LevelError) {
+		return // no stack taken for a Logger that discards
+	}
 	r := &redactor{}
 	if h.redactor != nil {
 		r = h.redactor()

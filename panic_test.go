@@ -144,7 +144,8 @@ func TestPanicChild(t *testing.T) {
 	}
 	for _, tt := range tests {
 		// In a bubble, so that the flights' goroutines are done (they log
-		// once they have answered) before the log is read.
+		// once they have answered) before the next request and before the
+		// log is read.
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				logs := &logBuffer{}
@@ -164,6 +165,9 @@ func TestPanicChild(t *testing.T) {
 					r := httptest.NewRequest(http.MethodGet, "/api", nil)
 					r.Header.Set("Authorization", fmt.Sprintf("%s-%d", forged, i))
 					h.ServeHTTP(w, r)
+					// The flights log once they have answered, and count as
+					// running until then: the next request comes after.
+					synctest.Wait()
 					if w.Code != http.StatusServiceUnavailable {
 						t.Errorf("run %d: status %d, want 503", i, w.Code)
 					}
