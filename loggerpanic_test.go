@@ -43,6 +43,32 @@ func (h panickingHandler) WithGroup(string) slog.Handler      { return h }
 // message contains on, and drops the others.
 func panickingLogger(on string) *slog.Logger { return slog.New(panickingHandler{on: on}) }
 
+// checkWithStore checks a valid token with an Authenticator whose store
+// runs hook before each operation, and wants the verdict: a store that
+// fails or panics fails no check. It returns the Authenticator's Client.
+func checkWithStore(t *testing.T, cfg Config, hook func(context.Context, string, string) error) *Client {
+	t.Helper()
+	store := newMemStore()
+	store.hook = hook
+	c, err := NewClient(cfg)
+	must(t, err)
+	a := &Authenticator{Client: c, SharedStore: store}
+	if u, err := a.Check(checkRequest("Bearer eu-1")); err != nil || u.ID != "u-1" {
+		t.Errorf("Check = %v, %v; want u-1 (the store fails, the check goes on without it)", u, err)
+	}
+	return c
+}
+
+// failingOn is a memStore hook that fails each operation op.
+func failingOn(op string) func(context.Context, string, string) error {
+	return func(_ context.Context, o, _ string) error {
+		if o == op {
+			return errors.New("store down")
+		}
+		return nil
+	}
+}
+
 // checkRequest is a request whose Authorization header is header.
 func checkRequest(header string) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -89,12 +115,7 @@ func testLoggerPanics(t *testing.T) {
 	t.Run("in the token write-back", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			store := newMemStore()
-			store.hook = func(_ context.Context, op, _ string) error {
-				if op == "set" {
-					return errors.New("store down")
-				}
-				return nil
-			}
+			store.hook = failingOn("set")
 			config := cfg(panickingLogger("shared store failing"), serviceTransport(nil))
 			config.SharedStore = store
 			c, err := NewClient(config)
@@ -112,33 +133,15 @@ func testLoggerPanics(t *testing.T) {
 	// fails.
 	t.Run("in the verdict lease's unlock", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			store := newMemStore()
-			store.hook = func(_ context.Context, op, _ string) error {
-				if op == "unlock" {
-					return errors.New("store down")
-				}
-				return nil
-			}
-			c, err := NewClient(cfg(panickingLogger("shared store failing"), serviceTransport(nil)))
-			must(t, err)
-			a := &Authenticator{Client: c, SharedStore: store}
-			if u, err := a.Check(checkRequest("Bearer eu-1")); err != nil || u.ID != "u-1" {
-				t.Errorf("Check = %v, %v; want u-1", u, err)
-			}
+			checkWithStore(t, cfg(panickingLogger("shared store failing"), serviceTransport(nil)), failingOn("unlock"))
 			synctest.Wait()
 		})
 	})
 	// The store call's goroutine logs the store's panic.
 	t.Run("while a store call logs its panic", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			store := newMemStore()
-			store.hook = func(context.Context, string, string) error { panic("store") }
-			c, err := NewClient(cfg(panickingLogger("panicked"), serviceTransport(nil)))
-			must(t, err)
-			a := &Authenticator{Client: c, SharedStore: store}
-			if u, err := a.Check(checkRequest("Bearer eu-1")); err != nil || u.ID != "u-1" {
-				t.Errorf("Check = %v, %v; want u-1 (the store fails, the check goes on without it)", u, err)
-			}
+			c := checkWithStore(t, cfg(panickingLogger("panicked"), serviceTransport(nil)),
+				func(context.Context, string, string) error { panic("store") })
 			synctest.Wait()
 			if n := c.stores.running.Load(); n != 0 {
 				t.Errorf("%d store calls counted as running; want 0", n)
