@@ -17,7 +17,7 @@ const (
 	EnvPathPrefix        = "MANAGEMENT_PATH_PREFIX"         // Config.PathPrefix
 	EnvUserAgent         = "MANAGEMENT_USER_AGENT"          // Config.UserAgent
 	EnvUnsetMarker       = "MANAGEMENT_UNSET_MARKER"        // Config.UnsetMarker
-	EnvMaxRetries        = "MANAGEMENT_MAX_RETRIES"         // Config.MaxRetries, an integer
+	EnvMaxRetries        = "MANAGEMENT_MAX_RETRIES"         // Config.MaxRetries, an integer: the retries after the first attempt; 0 (or negative): none
 	EnvRetryWaitMin      = "MANAGEMENT_RETRY_WAIT_MIN"      // Config.RetryWaitMin, a duration such as 250ms
 	EnvRetryWaitMax      = "MANAGEMENT_RETRY_WAIT_MAX"      // Config.RetryWaitMax, a duration
 	EnvRefreshMargin     = "MANAGEMENT_REFRESH_MARGIN"      // Config.RefreshMargin, a duration
@@ -28,10 +28,13 @@ const (
 // ConfigFromEnv returns a Config read from the environment: the base URL,
 // client id and secret (required), and optionally the other fields that a
 // deployment sets, named by the Env constants. A variable that is unset or
-// empty leaves its field zero, which selects the documented default. The
-// error, an *EnvError, names every variable that is missing or malformed,
-// never a value; the Config returned with it holds what could be read.
-// The result is checked only as far as parsing goes: NewClient validates it.
+// empty leaves its field zero, which selects the documented default. A
+// count means what an operator reads: MANAGEMENT_MAX_RETRIES=0 is no
+// retries (Config.MaxRetries -1), where Config.MaxRetries 0 selects the
+// default. The error, an *EnvError, names every variable that is missing
+// or malformed, never a value; the Config returned with it holds what
+// could be read. The result is checked only as far as parsing goes:
+// NewClient validates it.
 func ConfigFromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
 }
@@ -73,6 +76,10 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 	})
 	parse(EnvMaxRetries, "an integer", func(v string) (err error) {
 		cfg.MaxRetries, err = strconv.Atoi(v)
+		if cfg.MaxRetries == 0 {
+			// An operator's 0 is "no retries"; Config's 0 is the default.
+			cfg.MaxRetries = -1
+		}
 		return err
 	})
 	duration := func(name string, field *time.Duration) {

@@ -2,11 +2,13 @@ package management
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jarcoal/httpmock"
 )
 
 func lookupIn(env map[string]string) func(string) (string, bool) {
@@ -99,5 +101,37 @@ func TestConfigFromEnvNamesEveryProblem(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantErr, envErr); diff != "" {
 		t.Errorf("EnvError (-want +got):\n%s", diff)
+	}
+}
+
+// TestEnvMaxRetriesSaysRetries: MANAGEMENT_MAX_RETRIES counts retries as
+// an operator reads it: 0 is none (one attempt; Config.MaxRetries 0 would
+// be the default, 4), 2 is two, and unset is the default.
+func TestEnvMaxRetriesSaysRetries(t *testing.T) {
+	for _, c := range []struct {
+		value    string
+		attempts int
+	}{{"0", 1}, {"-1", 1}, {"2", 3}, {"", 5}} {
+		cfg, err := configFrom(lookupIn(map[string]string{
+			EnvBaseURL: mockBaseURL, EnvClientID: mockID, EnvClientSecret: mockSecret,
+			EnvMaxRetries: c.value, EnvRetryWaitMin: "1ms", EnvRetryWaitMax: "2ms",
+		}))
+		if err != nil {
+			t.Fatalf("%s=%q: %v", EnvMaxRetries, c.value, err)
+		}
+		client, mt := setup(t, cfg)
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testMethod(t, r, http.MethodGet)
+			testAPIHeaders(t, r)
+			return httpmock.NewStringResponse(http.StatusServiceUnavailable, ""), nil
+		})
+		_, err = client.Users.ListPage(t.Context(), nil)
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("%s=%q: err = %v; want an *APIError 503", EnvMaxRetries, c.value, err)
+		}
+		if got := mt.GetCallCountInfo()["GET "+mockPrefix+"/users"]; got != c.attempts {
+			t.Errorf("%s=%q: %d attempt(s), want %d", EnvMaxRetries, c.value, got, c.attempts)
+		}
 	}
 }
