@@ -135,3 +135,38 @@ func TestEnvMaxRetriesSaysRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvZeroSaysWhatItMeans: a 0 in a variable is what an operator reads
+// it as, or refused: MANAGEMENT_REFRESH_MARGIN=0s is no margin (Config's
+// negative), while a zero wait between retries or response size, which a
+// Config cannot hold (its 0 is the default), is malformed, not silently the
+// default; so are negative ones.
+func TestEnvZeroSaysWhatItMeans(t *testing.T) {
+	required := map[string]string{EnvBaseURL: mockBaseURL, EnvClientID: mockID, EnvClientSecret: mockSecret}
+	with := func(name, value string) map[string]string {
+		env := map[string]string{name: value}
+		for k, v := range required {
+			env[k] = v
+		}
+		return env
+	}
+	for _, v := range []string{"0", "0s", "-1s"} {
+		cfg, err := configFrom(lookupIn(with(EnvRefreshMargin, v)))
+		if err != nil || cfg.RefreshMargin >= 0 {
+			t.Errorf("%s=%s: RefreshMargin %v, %v; want a negative margin (none)", EnvRefreshMargin, v, cfg.RefreshMargin, err)
+		}
+	}
+	for _, c := range []struct{ name, value, want string }{
+		{EnvRetryWaitMin, "0s", "MANAGEMENT_RETRY_WAIT_MIN is not a positive duration (unset, it is 250ms)"},
+		{EnvRetryWaitMin, "-1s", "MANAGEMENT_RETRY_WAIT_MIN is not a positive duration (unset, it is 250ms)"},
+		{EnvRetryWaitMax, "0", "MANAGEMENT_RETRY_WAIT_MAX is not a positive duration (unset, it is 15s)"},
+		{EnvMaxResponseBytes, "0", "MANAGEMENT_MAX_RESPONSE_BYTES is not a positive number of bytes (unset, it is 32 MiB)"},
+		{EnvMaxResponseBytes, "-5", "MANAGEMENT_MAX_RESPONSE_BYTES is not a positive number of bytes (unset, it is 32 MiB)"},
+	} {
+		_, err := configFrom(lookupIn(with(c.name, c.value)))
+		var envErr *EnvError
+		if !errors.As(err, &envErr) || !cmp.Equal(envErr.Malformed, []string{c.want}) {
+			t.Errorf("%s=%s: %v; want the one problem %q", c.name, c.value, err, c.want)
+		}
+	}
+}

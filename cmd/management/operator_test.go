@@ -214,6 +214,8 @@ func TestMessagesForOperators(t *testing.T) {
 			"management: invalid argument: MANAGEMENT_RETRY_WAIT_MIN (10s) is longer than MANAGEMENT_RETRY_WAIT_MAX (1s)" + help},
 		{"prefix without a slash", setEnv(env, management.EnvPathPrefix+"=api"), 2,
 			"management: invalid argument: MANAGEMENT_PATH_PREFIX must be a path starting with /" + help},
+		{"a zero wait", setEnv(env, management.EnvRetryWaitMin+"=0s"), 2,
+			"management: configuration: MANAGEMENT_RETRY_WAIT_MIN is not a positive duration (unset, it is 250ms)" + help},
 		{"malformed and missing", setEnv(env, management.EnvMaxRetries+"=none", management.EnvClientSecret+"="), 2,
 			"management: configuration: MANAGEMENT_MAX_RETRIES is not an integer; MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin) is not set" + help},
 	} {

@@ -236,6 +236,16 @@ func TestTokenCheck(t *testing.T) {
 			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
 	})
+	t.Run("not <type> <token>", func(t *testing.T) {
+		e := useServer(t, srv)
+		e.stdin = "Bearer \n"
+		r := e.run(t, "token", "check", "--token-stdin")
+		want := `management: invalid argument: the End User access token must be "<type> <token>", such as "Bearer eu-123": nothing follows its type` +
+			"\nRun 'management token check --help' for usage.\n"
+		if r.code != ExitUsage || r.stderr != want || r.stdout != "" {
+			t.Errorf("exit %d, stdout %q, stderr\n%q\nwant %d, nothing, and\n%q", r.code, r.stdout, r.stderr, ExitUsage, want)
+		}
+	})
 	t.Run("none", func(t *testing.T) {
 		e := useServer(t, srv)
 		r := e.run(t, "token", "check")
