@@ -83,30 +83,17 @@ func TestUpdateDocumentErrors(t *testing.T) {
 	}
 }
 
-// TestNoConfiguration: with nothing configured, the tool says which
-// variables to set, and how to try it offline, in lines as written (its
-// own words are never escaped), and exits 2. There is no pointer to the
-// help: the message is the help.
+// TestNoConfiguration: with nothing configured, any command that needs
+// the service prints the tool's help on what to set, whole, its lines as
+// written (its own words are never escaped), without a pointer to --help
+// (the message is the help), and exits 2. TestNoConfigurationOnTerminal
+// has the text as a terminal shows it.
 func TestNoConfiguration(t *testing.T) {
 	clearEnv(t)
-	const want = `management: not configured. Set the service's address and credentials in the environment:
-
-  export MANAGEMENT_BASE_URL=https://management.example.com
-  export MANAGEMENT_CLIENT_ID=<client id>
-  export MANAGEMENT_CLIENT_SECRET=<client secret>
-
---base-url and --client-id override the first two. The secret is read from the
-environment only, or from the first line of standard input with
---client-secret-stdin: never from an argument, which other users can see.
-
-To try the tool offline, against a built-in fake service:
-
-  management --fake users list
-`
 	for _, args := range [][]string{{"users", "list"}, {"things", "get", "lamp-7"}, {"users", "export", "--out", "users.jsonl"}, {"token", "check"}} {
 		r := runCLI(t, args...)
-		if r.code != ExitUsage || r.stderr != want || r.stdout != "" {
-			t.Errorf("%v: exit %d, stdout %q, stderr\n%s\nwant %d, nothing, and\n%s", args, r.code, r.stdout, r.stderr, ExitUsage, want)
+		if r.code != ExitUsage || r.stderr != noConfig+"\n" || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr\n%s\nwant %d, nothing, and\n%s", args, r.code, r.stdout, r.stderr, ExitUsage, noConfig)
 		}
 	}
 }
