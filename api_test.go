@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/ast"
 	"go/importer"
+	"go/parser"
 	"go/token"
 	"go/types"
 	"io"
@@ -14,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The exported API of every library package of the released modules is
@@ -21,6 +25,9 @@ import (
 // api/v<Version>.txt is frozen at the release, and api/next.txt lists what
 // changed since: a line of its own is an addition, a line starting with "-"
 // removes a line of the frozen file (a change is a removal and an addition).
+// Beside the go command's api format, a struct or array type that == can
+// compare has a line "type T struct, comparable" of its own, so that a
+// type that stops being comparable is a removed line like any other.
 // The API must be exactly the frozen lines without the removed ones plus the
 // added ones, and CHANGELOG.md's "Unreleased" section must name every
 // identifier whose line next.txt removes. When this test fails it prints the
@@ -135,6 +142,9 @@ func apiIdentifier(line string) string {
 		return strings.TrimPrefix(name(recv), "*") + "." + name(m)
 	case "type": // type Config struct, BaseURL string
 		typ := name(rest)
+		if strings.HasSuffix(rest, ", comparable") { // type Store struct, comparable
+			return typ
+		}
 		if head, member, ok := strings.Cut(rest, ", "); ok && !strings.Contains(head, "{") {
 			member = strings.TrimPrefix(member, "embedded ")
 			return typ + "." + name(strings.TrimLeft(member, "*"))
@@ -258,6 +268,7 @@ func (p apiPrinter) typeName(prefix string, obj *types.TypeName) []string {
 	case *types.Struct:
 		lines = append(lines, head+" struct")
 		lines = append(lines, p.fields(head, u)...)
+		lines = append(lines, comparableLine(head+" struct", named)...)
 	case *types.Interface:
 		var names []string
 		unexported := false
@@ -273,6 +284,9 @@ func (p apiPrinter) typeName(prefix string, obj *types.TypeName) []string {
 			names = append(names, "unexported methods")
 		}
 		lines = append(lines, head+" interface { "+strings.Join(names, ", ")+" }")
+	case *types.Array:
+		lines = append(lines, head+" "+p.typ(u))
+		lines = append(lines, comparableLine(head+" "+p.typ(u), named)...)
 	default:
 		lines = append(lines, head+" "+p.typ(u))
 	}
@@ -301,6 +315,18 @@ func (p apiPrinter) typeName(prefix string, obj *types.TypeName) []string {
 		lines = append(lines, prefix+"method ("+recv+") "+m.Name()+p.signature(m.Type().(*types.Signature)))
 	}
 	return lines
+}
+
+// comparableLine is the line that says a struct or array type is
+// comparable with ==, after its own line decl, or nothing when it is not.
+// Its fields (its elements) decide, unexported ones too, and a user's code
+// may rely on it (a map key, a == test): losing it breaks that code, as
+// removing a field does, which the go command's api checker does not see.
+func comparableLine(decl string, t *types.Named) []string {
+	if !types.Comparable(t) {
+		return nil
+	}
+	return []string{decl + ", comparable"}
 }
 
 // fields lists a struct's exported fields; those of an unexported embedded
@@ -472,9 +498,54 @@ func TestAPIIdentifier(t *testing.T) {
 		"pkg m, type OrderBy string":                                 "OrderBy",
 		"pkg m, type Alias = int":                                    "Alias",
 		"pkg m, type SharedStore interface { Get, TryLock, Unlock }": "SharedStore",
+		"pkg m, type Store struct, comparable":                       "Store",
+		"pkg m, type Grid [2]Cell, comparable":                       "Grid",
 	} {
 		if got := apiIdentifier(line); got != want {
 			t.Errorf("apiIdentifier(%q) = %q; want %q", line, got, want)
 		}
+	}
+}
+
+// TestPackageAPIComparable: a struct or array type that == can compare
+// has a "comparable" line of its own, so that losing it (a func, map or
+// slice field added) is a line the API lacks, which api/next.txt must
+// remove and CHANGELOG.md name, as for any breaking change.
+func TestPackageAPIComparable(t *testing.T) {
+	const src = `package m
+
+type Plain struct {
+	Name string
+	p    *int
+}
+type WithFunc struct{ f func() }
+type Grid [2]Plain
+type Funcs [1]WithFunc
+type Page[T any] struct{ Items []T }
+type Box[T comparable] struct{ V T }
+type Name string
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "m.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := new(types.Config).Check("m", fset, []*ast.File{f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range packageAPI(pkg) {
+		if strings.HasSuffix(l, ", comparable") {
+			got = append(got, l)
+		}
+	}
+	want := []string{
+		"pkg m, type Box[T comparable] struct, comparable",
+		"pkg m, type Grid [2]Plain, comparable",
+		"pkg m, type Plain struct, comparable",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("comparable lines (-want +got):\n%s", diff)
 	}
 }

@@ -69,9 +69,10 @@ type authenticateResponse struct {
 // ClientResponse. An answer without is_token_valid, or a valid End User one
 // without a user_id, is not trusted: it fails with a *DecodeError. A valid
 // RoleServiceAccount answer may have an empty UserID. A blank accessToken,
-// or one that is not valid UTF-8 (JSON cannot carry it unchanged), fails with
-// ErrInvalidArgument before anything is sent; a 400 or 401 of the service is
-// an *APIError. The service's answers may quote the token: every error
+// one that is not valid UTF-8 (JSON cannot carry it unchanged), or one that
+// is not "<type> <token>" (a bare token, a type alone, an empty type) fails
+// with ErrInvalidArgument before anything is sent, saying what it must look
+// like and never quoting it; a 400 or 401 of the service is an *APIError. The service's answers may quote the token: every error
 // returned here, and the ClientResponse's texts, have it (the whole value,
 // and the token after its type, in the forms an echo takes) replaced by
 // "REDACTED", as every error of the Client has the Client's credentials.
@@ -85,6 +86,9 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 	if !utf8.ValidString(accessToken) {
 		// encoding/json would replace the bad bytes: another token would be checked.
 		return nil, errorf("%w: the End User access token is not valid UTF-8", ErrInvalidArgument)
+	}
+	if why := credentialShape(accessToken); why != "" {
+		return nil, errorf("%w: the End User access token must be %q, such as %q: %s", ErrInvalidArgument, "<type> <token>", "Bearer eu-123", why)
 	}
 	body, err := json.Marshal(authenticateRequest{AccessToken: accessToken})
 	if err != nil {
@@ -108,6 +112,24 @@ func (c *Client) Authenticate(ctx context.Context, accessToken string) (*EndUser
 		c.redactor(req, req.carried).verdict(auth)
 	}
 	return auth, nil
+}
+
+// credentialShape says why v, a credential as an Authorization header
+// carries it, is not "<type> <token>" (the spec's form of the value the
+// authenticate endpoint takes), or "" when it is. A space separates the
+// two, as in HTTP's credentials; the type and the token are otherwise the
+// service's business.
+func credentialShape(v string) string {
+	scheme, token, ok := strings.Cut(v, " ")
+	switch {
+	case !ok:
+		return "it has no space between a type and a token"
+	case scheme == "":
+		return "its type is empty"
+	case strings.TrimSpace(token) == "":
+		return "nothing follows its type"
+	}
+	return ""
 }
 
 // verdict checks the answer's shape and normalises it.

@@ -141,6 +141,31 @@ func TestAuthenticateBadTokenSendsNothing(t *testing.T) {
 	}
 }
 
+// TestAuthenticateMalformedSendsNothing: a value that is not "<type>
+// <token>", as the spec has the authenticate endpoint take it, is refused
+// before anything is sent, with what the value must look like; the error
+// never quotes the value.
+func TestAuthenticateMalformedSendsNothing(t *testing.T) {
+	const want = `management: invalid argument: the End User access token must be "<type> <token>", such as "Bearer eu-123": `
+	for tok, why := range map[string]string{
+		"eu-token-1234":      "it has no space between a type and a token",
+		"Bearer":             "it has no space between a type and a token",
+		"Bearer\teu-token-1": "it has no space between a type and a token",
+		"Bearer ":            "nothing follows its type",
+		"Bearer   \t":        "nothing follows its type",
+		" eu-token-1234":     "its type is empty",
+	} {
+		c, mt := setup(t)
+		got, err := c.Authenticate(context.Background(), tok)
+		if !errors.Is(err, ErrInvalidArgument) || got != nil {
+			t.Errorf("Authenticate(%q) = %v, %v; want ErrInvalidArgument", tok, got, err)
+		} else if err.Error() != want+why {
+			t.Errorf("Authenticate(%q): error\n%s\nwant\n%s", tok, err, want+why)
+		}
+		testCalls(t, mt, nil)
+	}
+}
+
 func TestAuthenticateServiceErrors(t *testing.T) {
 	tests := []struct {
 		name      string

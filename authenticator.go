@@ -66,7 +66,8 @@ const (
 //   - an invalid token: *InvalidTokenError (matching ErrInvalidToken),
 //     carrying the service's to_client_response; its http_code as the
 //     status (401 unless it is a 4xx) and its http_body as the body.
-//     Likewise, without a call, a header that is not valid UTF-8, and a
+//     Likewise, without a call, a header that is not valid UTF-8 or not
+//     "<type> <token>" (which Client.Authenticate refuses to send), and a
 //     request with more than one Authorization header (which one the
 //     service would judge is ambiguous).
 //   - a valid token of another role, such as a management token
@@ -225,8 +226,9 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 		return nil, ErrMissingToken
 	}
 	header := values[0]
-	if !utf8.ValidString(header) {
-		// No token of the service looks like this; it cannot be sent as is.
+	if !utf8.ValidString(header) || credentialShape(header) != "" {
+		// No token of the service looks like this; Authenticate would
+		// refuse to send it: an invalid token, not an outage.
 		return nil, &InvalidTokenError{Response: relayable(nil)}
 	}
 	// Marked, so that a check joining another's call to the service is

@@ -152,6 +152,16 @@ func TestAuthenticatorCases(t *testing.T) {
 		{name: "blank header", header: "  \t ", wantStatus: 401, wantBody: authnMissingBody},
 		{name: "not UTF-8", header: "Bearer eu-\xff", wantStatus: 401,
 			wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid.")},
+		// Not "<type> <token>": Authenticate would refuse to send it, and
+		// no service takes it; an invalid token, not an outage.
+		{name: "no type", header: "eu-token-1", wantStatus: 401,
+			wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid.")},
+		{name: "type alone", header: "Bearer", wantStatus: 401,
+			wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid.")},
+		{name: "nothing after the type", header: "Bearer  ", wantStatus: 401,
+			wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid.")},
+		{name: "empty type", header: " eu-token-1", wantStatus: 401,
+			wantBody: authnBody(401, "auth.unauthorized", "The access token is invalid.")},
 		{name: "valid APPUSER", header: "Bearer eu-1", answer: jsonResponder(200, authnValid("u-1", RoleAppUser)),
 			wantStatus: 200, wantBody: "next", wantUser: &EndUser{ID: "u-1", Role: RoleAppUser}, wantCalls: 1},
 		{name: "SERVICE_ACCOUNT", header: "Bearer mgmt-token", answer: jsonResponder(200, authnValid("sa-1", RoleServiceAccount)),

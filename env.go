@@ -17,21 +17,27 @@ const (
 	EnvPathPrefix        = "MANAGEMENT_PATH_PREFIX"         // Config.PathPrefix
 	EnvUserAgent         = "MANAGEMENT_USER_AGENT"          // Config.UserAgent
 	EnvUnsetMarker       = "MANAGEMENT_UNSET_MARKER"        // Config.UnsetMarker
-	EnvMaxRetries        = "MANAGEMENT_MAX_RETRIES"         // Config.MaxRetries, an integer
-	EnvRetryWaitMin      = "MANAGEMENT_RETRY_WAIT_MIN"      // Config.RetryWaitMin, a duration such as 250ms
-	EnvRetryWaitMax      = "MANAGEMENT_RETRY_WAIT_MAX"      // Config.RetryWaitMax, a duration
-	EnvRefreshMargin     = "MANAGEMENT_REFRESH_MARGIN"      // Config.RefreshMargin, a duration
-	EnvMaxResponseBytes  = "MANAGEMENT_MAX_RESPONSE_BYTES"  // Config.MaxResponseBytes, an integer
+	EnvMaxRetries        = "MANAGEMENT_MAX_RETRIES"         // Config.MaxRetries, an integer: the retries after the first attempt; 0: none
+	EnvRetryWaitMin      = "MANAGEMENT_RETRY_WAIT_MIN"      // Config.RetryWaitMin, a positive duration such as 250ms
+	EnvRetryWaitMax      = "MANAGEMENT_RETRY_WAIT_MAX"      // Config.RetryWaitMax, a positive duration
+	EnvRefreshMargin     = "MANAGEMENT_REFRESH_MARGIN"      // Config.RefreshMargin, a duration; 0s: none
+	EnvMaxResponseBytes  = "MANAGEMENT_MAX_RESPONSE_BYTES"  // Config.MaxResponseBytes, a positive integer
 	EnvAllowInsecureHTTP = "MANAGEMENT_ALLOW_INSECURE_HTTP" // Config.AllowInsecureHTTP, true or false
 )
 
 // ConfigFromEnv returns a Config read from the environment: the base URL,
 // client id and secret (required), and optionally the other fields that a
 // deployment sets, named by the Env constants. A variable that is unset or
-// empty leaves its field zero, which selects the documented default. The
-// error, an *EnvError, names every variable that is missing or malformed,
-// never a value; the Config returned with it holds what could be read.
-// The result is checked only as far as parsing goes: NewClient validates it.
+// empty leaves its field zero, which selects the documented default. A 0
+// means what an operator reads, not Config's default:
+// MANAGEMENT_MAX_RETRIES=0 is no retries (Config.MaxRetries -1), and
+// MANAGEMENT_REFRESH_MARGIN=0s no margin (a negative RefreshMargin); a zero
+// or negative MANAGEMENT_RETRY_WAIT_MIN, MANAGEMENT_RETRY_WAIT_MAX or
+// MANAGEMENT_MAX_RESPONSE_BYTES, which a Config cannot hold, is malformed.
+// The error, an *EnvError, names every variable that is missing
+// or malformed, never a value; the Config returned with it holds what
+// could be read. The result is checked only as far as parsing goes:
+// NewClient validates it.
 func ConfigFromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
 }
@@ -51,9 +57,13 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 		}
 		return v
 	}
-	parse := func(name, want string, f func(string) error) {
-		if v := get(name); v != "" && f(v) != nil {
-			bad.Malformed = append(bad.Malformed, fmt.Sprintf("%s is not %s", name, want))
+	// parse reads the variable name, when set, with f, which returns what
+	// the value must be when it is not.
+	parse := func(name string, f func(string) string) {
+		if v := get(name); v != "" {
+			if want := f(v); want != "" {
+				bad.Malformed = append(bad.Malformed, fmt.Sprintf("%s is not %s", name, want))
+			}
 		}
 	}
 
@@ -65,32 +75,71 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 		UserAgent:    get(EnvUserAgent),
 		UnsetMarker:  get(EnvUnsetMarker),
 	}
-	parse(EnvUserAgent, "a value an HTTP header can carry", func(v string) error {
+	parse(EnvUserAgent, func(v string) string {
 		if !headerValueSafe(v) {
-			return ErrInvalidArgument
+			return "a value an HTTP header can carry"
 		}
-		return nil
+		return ""
 	})
-	parse(EnvMaxRetries, "an integer", func(v string) (err error) {
-		cfg.MaxRetries, err = strconv.Atoi(v)
-		return err
+	// A 0 is what an operator reads it as, where Config's 0 is the default:
+	// no retries and no margin are Config's negatives; a zero wait or size,
+	// which a Config cannot hold, is refused rather than silently the default.
+	parse(EnvMaxRetries, func(v string) string {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return "an integer"
+		}
+		cfg.MaxRetries = n
+		if n == 0 {
+			cfg.MaxRetries = -1
+		}
+		return ""
 	})
-	duration := func(name string, field *time.Duration) {
-		parse(name, "a duration (such as 250ms or 2s)", func(v string) (err error) {
-			*field, err = time.ParseDuration(v)
-			return err
+	duration := func(name string, f func(time.Duration) string) {
+		parse(name, func(v string) string {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return "a duration (such as 250ms or 2s)"
+			}
+			return f(d)
 		})
 	}
-	duration(EnvRetryWaitMin, &cfg.RetryWaitMin)
-	duration(EnvRetryWaitMax, &cfg.RetryWaitMax)
-	duration(EnvRefreshMargin, &cfg.RefreshMargin)
-	parse(EnvMaxResponseBytes, "a whole number of bytes", func(v string) (err error) {
-		cfg.MaxResponseBytes, err = strconv.ParseInt(v, 10, 64)
-		return err
+	wait := func(field *time.Duration, def time.Duration) func(time.Duration) string {
+		return func(d time.Duration) string {
+			if d <= 0 {
+				return "a positive duration (unset, it is " + def.String() + ")"
+			}
+			*field = d
+			return ""
+		}
+	}
+	duration(EnvRetryWaitMin, wait(&cfg.RetryWaitMin, defaultRetryWaitMin))
+	duration(EnvRetryWaitMax, wait(&cfg.RetryWaitMax, defaultRetryWaitMax))
+	duration(EnvRefreshMargin, func(d time.Duration) string {
+		cfg.RefreshMargin = d
+		if d == 0 {
+			cfg.RefreshMargin = -1
+		}
+		return ""
 	})
-	parse(EnvAllowInsecureHTTP, "true or false", func(v string) (err error) {
-		cfg.AllowInsecureHTTP, err = strconv.ParseBool(v)
-		return err
+	parse(EnvMaxResponseBytes, func(v string) string {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			return "a whole number of bytes"
+		case n <= 0:
+			return fmt.Sprintf("a positive number of bytes (unset, it is %d MiB)", defaultMaxResponseBytes>>20)
+		}
+		cfg.MaxResponseBytes = n
+		return ""
+	})
+	parse(EnvAllowInsecureHTTP, func(v string) string {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "true or false"
+		}
+		cfg.AllowInsecureHTTP = b
+		return ""
 	})
 	if len(bad.Missing) > 0 || len(bad.Malformed) > 0 {
 		return cfg, &bad

@@ -50,4 +50,19 @@
 // Cluster, and a value and its lease are up or down together. A lease
 // (TryLock) is a SET NX PX of a random value, released by a script that
 // deletes the key only while it still holds that value.
+//
+// # go-redis's own log lines
+//
+// While Redis is down, go-redis writes lines of its own to standard error,
+// one per attempt of each operation ("redis: connection pool: failed to
+// dial after 5 attempts: ...", four for one Get with go-redis's default
+// retries), beside the SDK's one Warn for the whole failure streak (on
+// management.Config.Logger). go-redis's logger belongs to the process
+// (redis.SetLogger), not to a client: a library must not set it, and this
+// package does not. main does, once, before it makes a client. To route
+// the lines into the program's log, main gives redis.SetLogger a value
+// whose Printf(ctx, format, args...) logs fmt.Sprintf(format, args...),
+// for example to a slog.Logger at Debug (see Example_goRedisLogger); to
+// drop them, main calls logging.Disable() of package
+// github.com/redis/go-redis/v9/logging.
 package redisstore

@@ -1,8 +1,14 @@
 package redisstore_test
 
 import (
+	"context"
+	"fmt"
 	"log"
+	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/serviceconnect/management"
@@ -61,4 +67,56 @@ func clusterStore(addrs ...string) *redisstore.Store {
 		ContextTimeoutEnabled: true, // honour the SDK's deadline on each operation
 	})
 	return redisstore.New(rdb) // reloads the cluster's map when an operation fails
+}
+
+// goRedisLog is a go-redis logger (see redis.SetLogger) that writes each
+// of go-redis's lines to a slog.Logger, at Debug: the SDK's own Warn, once
+// per failure streak, stays the signal of a Redis outage, and go-redis's
+// dial errors are there when the level shows them.
+type goRedisLog struct{ logger *slog.Logger }
+
+// Printf logs go-redis's line, formatted as go-redis formats it.
+func (g goRedisLog) Printf(ctx context.Context, format string, v ...any) {
+	g.logger.DebugContext(ctx, fmt.Sprintf(format, v...), "logger", "go-redis")
+}
+
+// Example_goRedisLogger routes go-redis's own log lines, which it writes
+// to standard error by default, into the program's slog.Logger. go-redis
+// has one logger for the whole process, which a library must leave alone:
+// main sets it, once, before it makes a client. To drop the lines instead,
+// main calls logging.Disable() (package github.com/redis/go-redis/v9/logging).
+func Example_goRedisLogger() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level:       slog.LevelDebug,
+		ReplaceAttr: withoutTime, // the same output at each run, for the example
+	}))
+	redis.SetLogger(goRedisLog{logger}) // in main
+
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                  "localhost:6379",
+		ContextTimeoutEnabled: true,
+		Dialer:                down, // a Redis that is down, for the example
+		DialerRetries:         1,
+		MaxRetries:            -1,
+	})
+	defer rdb.Close()
+	store := redisstore.New(rdb, redisstore.WithLogger(logger))
+	_, err := store.Get(context.Background(), "key")
+	fmt.Println(err)
+	// Output:
+	// level=DEBUG msg="redis: connection pool: failed to dial after 1 attempts: connection refused" logger=go-redis
+	// redisstore: get: connection refused
+}
+
+// down is a go-redis Dialer whose server refuses every connection.
+func down(context.Context, string, string) (net.Conn, error) {
+	return nil, syscall.ECONNREFUSED
+}
+
+// withoutTime drops the time from slog's records.
+func withoutTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 {
+		return slog.Attr{}
+	}
+	return a
 }

@@ -22,9 +22,10 @@ type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
 	logger *slog.Logger
-	// reload asks a cluster client to read the cluster's map again; nil for
-	// a client of one server.
-	reload func()
+	// cluster is rdb when it is a cluster client, asked to read the
+	// cluster's map again after a failure; nil for a client of one server.
+	// A pointer, not a func: a Store stays comparable, as it was in v0.1.0.
+	cluster *redis.ClusterClient
 }
 
 var _ management.SharedStore = (*Store)(nil)
@@ -79,7 +80,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		deadlines = c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
 		deadlines = c.Options().ContextTimeoutEnabled
-		s.reload = func() { c.ReloadState(context.Background()) }
+		s.cluster = c
 	case *redis.Ring:
 		deadlines = c.Options().ContextTimeoutEnabled
 	default:
@@ -96,8 +97,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 // fail wraps the error of operation op, after asking a cluster client to
 // reload its map: the error may come from a master that is gone.
 func (s *Store) fail(op string, err error) error {
-	if s.reload != nil {
-		s.reload()
+	if s.cluster != nil {
+		s.cluster.ReloadState(context.Background())
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
 }

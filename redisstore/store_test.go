@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,16 @@ func TestWithLoggerNilKeepsTheDefault(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	if s := New(rdb, WithLogger(nil)); s.logger != slog.Default() {
 		t.Errorf("WithLogger(nil) left the logger %v; want slog.Default()", s.logger)
+	}
+}
+
+// TestStoreComparable: a Store is comparable, as it was in v0.1.0, so that
+// a program may compare Stores or key a map by one (the root module's
+// TestAPIListing holds every exported type's comparability).
+func TestStoreComparable(t *testing.T) {
+	// reflect.TypeOf of a value: reflect.TypeFor[Store]() in a test binary
+	// makes go1.26.8's and go1.27.4's linkers panic (R_USEIFACE ... eqfunc).
+	if !reflect.TypeOf(Store{}).Comparable() {
+		t.Error("redisstore.Store is not comparable")
 	}
 }

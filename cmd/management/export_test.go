@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,44 +85,72 @@ func trim(s string) string {
 // TestExportRefusesSameFile: --out and --checkpoint naming one file, by
 // name, through "./" or "..", a symbolic or a hard link, or --out naming
 // the checkpoint's temporary file, are a usage error that writes nothing
-// and asks nothing of the service.
+// and asks nothing of the service. A symbolic link to a file that does not
+// exist yet names that file, as the export would create it through the
+// link: a dangling --out link to the checkpoint, a dangling --checkpoint
+// link to the output, two links to one missing file, a chain of links.
 func TestExportRefusesSameFile(t *testing.T) {
 	bin := buildTool(t)
 	srv, env := fakeService(t, 3)
+	const (
+		same = "management: --out %[1]s and --checkpoint %[2]s are the same file (%[3]s): the checkpoint would overwrite the output; give them different names (nothing was written)\n"
+		temp = "management: --out %[1]s is the checkpoint's temporary file (%[3]s), which each page replaces: give another --out or --checkpoint (nothing was written)\n"
+	)
+	link := func(name, target string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) { mustDo(t, os.Symlink(target, filepath.Join(dir, name))) }
+	}
 	for _, c := range []struct {
 		name      string
 		setup     func(t *testing.T, dir string)
 		out, ckpt string
+		want      string // the message, of --out, --checkpoint and the file as it names them
+		file      string // the file's name in the test's directory
 	}{
-		{name: "one name", out: "same.jsonl", ckpt: "same.jsonl"},
-		{name: "./", out: "same.jsonl", ckpt: "./same.jsonl"},
-		{name: "..", out: "same.jsonl", ckpt: "sub/../same.jsonl", setup: func(t *testing.T, dir string) {
+		{name: "one name", out: "same.jsonl", ckpt: "same.jsonl", want: same, file: "same.jsonl"},
+		{name: "./", out: "same.jsonl", ckpt: "./same.jsonl", want: same, file: "same.jsonl"},
+		{name: "..", out: "same.jsonl", ckpt: "sub/../same.jsonl", want: same, file: "same.jsonl", setup: func(t *testing.T, dir string) {
 			mustDo(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
 		}},
-		{name: "existing file, ./", out: "users.jsonl", ckpt: "./users.jsonl", setup: precious("users.jsonl")},
-		{name: "symbolic link", out: "link.jsonl", ckpt: "users.jsonl", setup: func(t *testing.T, dir string) {
+		{name: "existing file, ./", out: "users.jsonl", ckpt: "./users.jsonl", setup: precious("users.jsonl"), want: same, file: "users.jsonl"},
+		{name: "symbolic link", out: "link.jsonl", ckpt: "users.jsonl", want: same, file: "users.jsonl", setup: func(t *testing.T, dir string) {
 			precious("users.jsonl")(t, dir)
-			mustDo(t, os.Symlink("users.jsonl", filepath.Join(dir, "link.jsonl")))
+			link("link.jsonl", "users.jsonl")(t, dir)
 		}},
-		{name: "symbolic link to a directory", out: "users.jsonl", ckpt: "alias/users.jsonl", setup: func(t *testing.T, dir string) {
-			mustDo(t, os.Symlink(".", filepath.Join(dir, "alias")))
-		}},
-		{name: "hard link", out: "users.jsonl", ckpt: "users.ckpt", setup: func(t *testing.T, dir string) {
+		{name: "symbolic link to a directory", out: "users.jsonl", ckpt: "alias/users.jsonl", setup: link("alias", "."), want: same, file: "users.jsonl"},
+		{name: "hard link", out: "users.jsonl", ckpt: "users.ckpt", want: same, file: "users.jsonl", setup: func(t *testing.T, dir string) {
 			precious("users.jsonl")(t, dir)
 			mustDo(t, os.Link(filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "users.ckpt")))
 		}},
-		{name: "the checkpoint's temporary file", out: "users.ckpt.tmp", ckpt: "users.ckpt", setup: precious("users.ckpt.tmp")},
-		{name: "the checkpoint's temporary file, new", out: "./users.ckpt.tmp", ckpt: "users.ckpt"},
+		{name: "the checkpoint's temporary file", out: "users.ckpt.tmp", ckpt: "users.ckpt", setup: precious("users.ckpt.tmp"), want: temp, file: "users.ckpt.tmp"},
+		{name: "the checkpoint's temporary file, new", out: "./users.ckpt.tmp", ckpt: "users.ckpt", want: temp, file: "users.ckpt.tmp"},
+
+		{name: "dangling link to the checkpoint", out: "link.jsonl", ckpt: "users.ckpt", setup: link("link.jsonl", "users.ckpt"), want: same, file: "users.ckpt"},
+		{name: "checkpoint a dangling link to the output", out: "users.jsonl", ckpt: "link.ckpt", setup: link("link.ckpt", "users.jsonl"), want: same, file: "users.jsonl"},
+		{name: "two dangling links to one file", out: "a.jsonl", ckpt: "b.ckpt", want: same, file: "x", setup: func(t *testing.T, dir string) {
+			link("a.jsonl", "x")(t, dir)
+			link("b.ckpt", "x")(t, dir)
+		}},
+		{name: "a chain of dangling links", out: "l1", ckpt: "users.ckpt", want: same, file: "users.ckpt", setup: func(t *testing.T, dir string) {
+			link("l1", "l2")(t, dir)
+			link("l2", "users.ckpt")(t, dir)
+		}},
+		{name: "dangling link through a linked directory", out: "link.jsonl", ckpt: "users.ckpt", want: same, file: "users.ckpt", setup: func(t *testing.T, dir string) {
+			link("alias", ".")(t, dir)
+			link("link.jsonl", filepath.Join(dir, "alias", "users.ckpt"))(t, dir)
+		}},
+		{name: "dangling link to the checkpoint's temporary file", out: "link.jsonl", ckpt: "users.ckpt", setup: link("link.jsonl", "users.ckpt.tmp"), want: temp, file: "users.ckpt.tmp"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if c.setup != nil {
 				c.setup(t, dir)
 			}
+			real, err := filepath.EvalSymlinks(dir)
+			mustDo(t, err)
 			before := snapshot(t, dir)
 			r := runIn(t, bin, env, dir, "users", "export", "--out", c.out, "--checkpoint", c.ckpt)
-			if r.code != 2 || !strings.Contains(r.stderr, "(nothing was written)") {
-				t.Errorf("exit %d, stderr %q; want 2 and a usage error", r.code, r.stderr)
+			if want := fmt.Sprintf(c.want, c.out, c.ckpt, filepath.Join(real, c.file)); r.code != 2 || r.stderr != want || r.stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr\n%q\nwant 2, nothing, and\n%q", r.code, r.stdout, r.stderr, want)
 			}
 			sameSnapshot(t, "after the refusal", before, snapshot(t, dir))
 		})
@@ -130,6 +159,75 @@ func TestExportRefusesSameFile(t *testing.T) {
 		t.Errorf("the service was asked for %d pages", n)
 	}
 }
+
+// TestExportThroughDanglingLinks: an --out or a --checkpoint that is a
+// symbolic link to a file not there yet exports into the file it names,
+// leaving the link a link; the same command again says the export is
+// complete and changes nothing.
+func TestExportThroughDanglingLinks(t *testing.T) {
+	bin := buildTool(t)
+	_, env := fakeService(t, 3)
+	dir := t.TempDir()
+	mustDo(t, os.Symlink("users.jsonl", filepath.Join(dir, "out.link")))
+	mustDo(t, os.Symlink("users.ckpt", filepath.Join(dir, "ckpt.link")))
+	args := []string{"users", "export", "--out", "out.link", "--checkpoint", "ckpt.link"}
+	if r := runIn(t, bin, env, dir, args...); r.code != 0 || !strings.HasPrefix(r.stderr, "Exported 3 Users to out.link in ") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	checkAllOnce(t, filepath.Join(dir, "users.jsonl"), 3)
+	checkInvariant(t, filepath.Join(dir, "users.jsonl"), filepath.Join(dir, "users.ckpt"))
+	done := snapshot(t, dir)
+	if done["out.link"] != "-> users.jsonl" || done["ckpt.link"] != "-> users.ckpt" {
+		t.Errorf("the links were replaced: %q, %q", done["out.link"], done["ckpt.link"])
+	}
+	r := runIn(t, bin, env, dir, args...)
+	if want := "The export is already complete: 3 Users in out.link, as ckpt.link records. Give --force to export again.\n"; r.code != 0 || r.stderr != want {
+		t.Errorf("again: exit %d, stderr %q; want 0, %q", r.code, r.stderr, want)
+	}
+	sameSnapshot(t, "after running it again", done, snapshot(t, dir))
+}
+
+// TestExportFakeTwice: an export from --fake, run again, says it is
+// complete and changes nothing, as the help promises: the fake has the same
+// identity at each run. A checkpoint of the fake is refused for a real
+// service, and one of a real service for the fake, each saying what to do.
+func TestExportFakeTwice(t *testing.T) {
+	bin := buildTool(t)
+	srv, env := fakeService(t, 3)
+	noConfig := setEnv(env, management.EnvBaseURL+"=", management.EnvClientID+"=", management.EnvClientSecret+"=")
+	dir := t.TempDir()
+	args := []string{"--fake", "users", "export", "--out", "users.jsonl", "--checkpoint", "users.ckpt"}
+	if r := runIn(t, bin, noConfig, dir, args...); r.code != 0 || !strings.HasPrefix(r.stderr, "Exported 5 Users to users.jsonl in ") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	done := snapshot(t, dir)
+	r := runIn(t, bin, noConfig, dir, args...)
+	if want := "The export is already complete: 5 Users in users.jsonl, as users.ckpt records. Give --force to export again.\n"; r.code != 0 || r.stderr != want {
+		t.Errorf("again: exit %d, stderr %q; want 0, %q", r.code, r.stderr, want)
+	}
+	sameSnapshot(t, "after running it again", done, snapshot(t, dir))
+
+	r = runIn(t, bin, env, dir, args[1:]...)
+	if want := "management: users.ckpt records an export from the built-in fake service, but this run is configured for " + srv.URL + defaultPathPrefix +
+		" as client " + srv.ClientID + " (nothing was written): run the command with --fake to resume it, or start over with --force\n"; r.code != 2 || r.stderr != want {
+		t.Errorf("without --fake: exit %d, stderr\n%q\nwant 2 and\n%q", r.code, r.stderr, want)
+	}
+	sameSnapshot(t, "after the refusal", done, snapshot(t, dir))
+
+	if r := runIn(t, bin, env, dir, append(args[1:], "--force")...); r.code != 0 {
+		t.Fatalf("--force: exit %d, stderr %q", r.code, r.stderr)
+	}
+	done = snapshot(t, dir)
+	r = runIn(t, bin, noConfig, dir, args...)
+	if want := "management: users.ckpt records an export from " + srv.URL + defaultPathPrefix + " as client " + srv.ClientID +
+		", but this run, with --fake, is against the built-in fake service (nothing was written): run the command without --fake to resume it, or start over with --force\n"; r.code != 2 || r.stderr != want {
+		t.Errorf("with --fake: exit %d, stderr\n%q\nwant 2 and\n%q", r.code, r.stderr, want)
+	}
+	sameSnapshot(t, "after the refusal", done, snapshot(t, dir))
+}
+
+// defaultPathPrefix is the path prefix of the service, which the checkpoint records.
+const defaultPathPrefix = managementtest.DefaultPathPrefix
 
 // precious returns a setup that writes a file the tool must not touch.
 func precious(name string) func(*testing.T, string) {
@@ -156,13 +254,15 @@ func TestExportRefusesNonEmptyOut(t *testing.T) {
 		dir := t.TempDir()
 		precious("users.jsonl")(t, dir)
 		args := []string{"users", "export", "--out", "users.jsonl"}
+		want := "management: users.jsonl exists and is not empty (nothing was written): give another --out, or --force to overwrite it\n"
 		if withCkpt {
 			args = append(args, "--checkpoint", "users.ckpt")
+			want = "management: users.jsonl exists and is not empty, and users.ckpt does not record it (nothing was written): give another --out, or --force to overwrite it\n"
 		}
 		before := snapshot(t, dir)
 		r := runIn(t, bin, env, dir, args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "users.jsonl exists and is not empty") || !strings.Contains(r.stderr, "--force to overwrite it") {
-			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		if r.code != 2 || r.stderr != want || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr\n%q\nwant 2, nothing, and\n%q", args, r.code, r.stdout, r.stderr, want)
 		}
 		sameSnapshot(t, "after the refusal", before, snapshot(t, dir))
 

@@ -71,19 +71,25 @@ func buildTool(t *testing.T) string {
 // toolEnv is the process environment with the tool configured for srv,
 // and nothing else of the tool's.
 func toolEnv(srv *managementtest.Server) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MANAGEMENT_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
+	return append(unconfigured(),
 		management.EnvBaseURL+"="+srv.URL,
 		management.EnvClientID+"="+srv.ClientID,
 		management.EnvClientSecret+"="+srv.ClientSecret,
 		management.EnvRetryWaitMin+"=1ms",
 		management.EnvRetryWaitMax+"=10ms",
 	)
+}
+
+// unconfigured is the process environment without any of the tool's
+// variables: the tool as a newcomer first runs it.
+func unconfigured() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MANAGEMENT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // seed adds n Users u-000000, u-000001, ... to srv and returns the

@@ -201,26 +201,45 @@ func TestMessagesForOperators(t *testing.T) {
 	defer redirect.Close()
 
 	env := toolEnv(srv)
+	const help = "\nRun 'management users list --help' for usage.\n"
 	for _, c := range []struct {
 		name string
 		env  []string
 		code int
-		want []string
+		want string // the whole of standard error
 	}{
 		{"http to a remote host", setEnv(env, management.EnvBaseURL+"=http://management.example.com"), 2,
-			[]string{management.EnvBaseURL + " (or --base-url)", "set " + management.EnvAllowInsecureHTTP + "=true"}},
+			"management: invalid argument: MANAGEMENT_BASE_URL (or --base-url) uses http:// to a host that is not loopback; use https or set MANAGEMENT_ALLOW_INSECURE_HTTP=true" + help},
 		{"retry waits", setEnv(env, management.EnvRetryWaitMin+"=10s", management.EnvRetryWaitMax+"=1s"), 2,
-			[]string{management.EnvRetryWaitMin + " (10s) is longer than " + management.EnvRetryWaitMax + " (1s)"}},
+			"management: invalid argument: MANAGEMENT_RETRY_WAIT_MIN (10s) is longer than MANAGEMENT_RETRY_WAIT_MAX (1s)" + help},
 		{"prefix without a slash", setEnv(env, management.EnvPathPrefix+"=api"), 2,
-			[]string{management.EnvPathPrefix + " must be a path starting with /"}},
-		{"token endpoint 404", setEnv(env, management.EnvBaseURL+"="+elsewhere.URL, management.EnvClientID+"="+elsewhere.ClientID), 1,
-			[]string{"POST /auth/token: 404", "check " + management.EnvBaseURL + " (or --base-url) and " + management.EnvPathPrefix}},
-		{"token endpoint redirect", setEnv(env, management.EnvBaseURL+"="+redirect.URL), 1,
-			[]string{"redirect to another origin", "check " + management.EnvBaseURL + " (or --base-url) and " + management.EnvPathPrefix}},
+			"management: invalid argument: MANAGEMENT_PATH_PREFIX must be a path starting with /" + help},
+		{"a zero wait", setEnv(env, management.EnvRetryWaitMin+"=0s"), 2,
+			"management: configuration: MANAGEMENT_RETRY_WAIT_MIN is not a positive duration (unset, it is 250ms)" + help},
+		{"malformed and missing", setEnv(env, management.EnvMaxRetries+"=none", management.EnvClientSecret+"="), 2,
+			"management: configuration: MANAGEMENT_MAX_RETRIES is not an integer; MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin) is not set" + help},
 	} {
 		r := runTool(t, bin, c.env, "", "users", "list")
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d; stderr %q", c.name, r.code, c.code, r.stderr)
+		if r.code != c.code || r.stderr != c.want || r.stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr\n%q\nwant %d, nothing, and\n%q", c.name, r.code, r.stdout, r.stderr, c.code, c.want)
+		}
+	}
+	// The SDK's texts of the token endpoint's answers (its body withheld,
+	// and so on), as the SDK's tests have them; here, what points the
+	// operator to the variables.
+	for _, c := range []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"token endpoint 404", setEnv(env, management.EnvBaseURL+"="+elsewhere.URL, management.EnvClientID+"="+elsewhere.ClientID),
+			[]string{"management: POST /auth/token: 404", "check " + management.EnvBaseURL + " (or --base-url) and " + management.EnvPathPrefix}},
+		{"token endpoint redirect", setEnv(env, management.EnvBaseURL+"="+redirect.URL),
+			[]string{"management: POST /auth/token: 307", "redirect to another origin", "check " + management.EnvBaseURL + " (or --base-url) and " + management.EnvPathPrefix}},
+	} {
+		r := runTool(t, bin, c.env, "", "users", "list")
+		if r.code != 1 || strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and one line", c.name, r.code, r.stderr)
 		}
 		for _, w := range c.want {
 			if !strings.Contains(r.stderr, w) {
@@ -229,6 +248,26 @@ func TestMessagesForOperators(t *testing.T) {
 		}
 		if m := configField.FindString(r.stderr); m != "" {
 			t.Errorf("%s: stderr names %q: %q", c.name, m, r.stderr)
+		}
+	}
+}
+
+// TestMaxRetriesZero: MANAGEMENT_MAX_RETRIES=0 is no retries, as an
+// operator reads it: one attempt; unset, the default four retries.
+func TestMaxRetriesZero(t *testing.T) {
+	bin := buildTool(t)
+	srv, env := fakeService(t, 1)
+	for _, c := range []struct {
+		value    string
+		attempts int
+	}{{"0", 1}, {"", 5}} {
+		srv.ClearFaults()
+		srv.FailNext(managementtest.RouteListUsers, 10, http.StatusServiceUnavailable, 0)
+		before := srv.Requests(managementtest.RouteListUsers)
+		r := runTool(t, bin, setEnv(env, management.EnvMaxRetries+"="+c.value), "", "users", "list")
+		const want = "management: GET /users: 503 MANAGEMENTTEST.INJECTED_FAULT: managementtest: injected failure\n"
+		if got := srv.Requests(managementtest.RouteListUsers) - before; r.code != 1 || got != c.attempts || r.stderr != want {
+			t.Errorf("%s=%q: exit %d, %d attempt(s), stderr\n%q\nwant 1, %d, and\n%q", management.EnvMaxRetries, c.value, r.code, got, r.stderr, c.attempts, want)
 		}
 	}
 }

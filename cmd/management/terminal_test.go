@@ -219,3 +219,54 @@ func TestExportProgressOnTerminal(t *testing.T) {
 		t.Errorf("the bar was drawn once, not updated:\n%q", got)
 	}
 }
+
+// TestNoConfigurationOnTerminal: run with nothing configured, the tool
+// shows a newcomer what to set, its lines as it wrote them: the terminal
+// receives these bytes and no others (the tool's own words are never
+// escaped; only what comes from the service or the user's data is).
+func TestNoConfigurationOnTerminal(t *testing.T) {
+	bin := buildTool(t)
+	r := runPTY(t, bin, setEnv(unconfigured(), "TERM=xterm-256color"), 100, "users", "list")
+	want := strings.ReplaceAll(`management: not configured. Set the service's address and credentials in the environment:
+
+  export MANAGEMENT_BASE_URL=https://management.example.com
+  export MANAGEMENT_CLIENT_ID=<client id>
+  export MANAGEMENT_CLIENT_SECRET=<client secret>
+
+--base-url and --client-id override the first two. The secret is read from the
+environment only, or from the first line of standard input with
+--client-secret-stdin: never from an argument, which other users can see.
+
+To try the tool offline, against a built-in fake service:
+
+  management --fake users list
+`, "\n", "\r\n") // the terminal's line discipline turns each newline into CR LF
+	if r.code != 2 || r.screen != want {
+		t.Errorf("exit %d, the terminal received\n%q\nwant 2 and\n%q", r.code, r.screen, want)
+	}
+}
+
+// TestExportFileNamesOnTerminal: a file's name is the user's data: the
+// export's summary, and its "already complete" line, show a control
+// character in --out or --checkpoint escaped, the rest of the line as the
+// tool wrote it.
+func TestExportFileNamesOnTerminal(t *testing.T) {
+	bin := buildTool(t)
+	_, env := fakeService(t, 3)
+	env = setEnv(env, "TERM=xterm-256color")
+	dir := t.TempDir()
+	out, ckpt := filepath.Join(dir, "users\x1b[2J.jsonl"), filepath.Join(dir, "users\a.ckpt")
+	shownOut, shownCkpt := dir+`/users\x1b[2J.jsonl`, dir+`/users\a.ckpt`
+	args := []string{"users", "export", "--out", out, "--checkpoint", ckpt, "--no-progress"}
+
+	r := runPTY(t, bin, env, 200, args...)
+	summary := regexp.MustCompile(`^Exported 3 Users to ` + regexp.QuoteMeta(shownOut) + ` in [0-9.]+[µm]?s \(\d+/s\)\r\n$`)
+	if r.code != 0 || !summary.MatchString(r.screen) {
+		t.Errorf("exit %d, the terminal received\n%q\nwant 0 and %s", r.code, r.screen, summary)
+	}
+	r = runPTY(t, bin, env, 200, args...)
+	want := "The export is already complete: 3 Users in " + shownOut + ", as " + shownCkpt + " records. Give --force to export again.\r\n"
+	if r.code != 0 || r.screen != want {
+		t.Errorf("again: exit %d, the terminal received\n%q\nwant 0 and\n%q", r.code, r.screen, want)
+	}
+}

@@ -126,10 +126,26 @@ func interruptedMessage(err error) string {
 
 // operatorMessage is err's text as the tool prints it: the Config fields
 // of the SDK's texts named as environment variables and flags, and any
-// control character (the service's texts are quoted in it) escaped.
+// control character escaped, which can only come from what the text
+// quotes (the service's texts, the user's data): the tool's own words are
+// printable. A message in the tool's words alone (said), lines and all, is
+// printed as written.
 func operatorMessage(err error) string {
-	return escapeControls(forOperators(errtext.Message(err)))
+	msg := errtext.Message(err)
+	var own said
+	if errors.As(err, &own) && msg == errtext.Message(own) {
+		return msg // nothing was added around it
+	}
+	return escapeControls(forOperators(msg))
 }
+
+// said is a message in the tool's own words, with nothing from the service
+// or the user's data in it: operatorMessage prints it as written, its
+// newlines included.
+type said string
+
+// Error is the message.
+func (s said) Error() string { return string(s) }
 
 // exitCode is the exit code of an error returned by the root command.
 func exitCode(err error) int {

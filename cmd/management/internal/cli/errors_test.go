@@ -9,53 +9,57 @@ import (
 )
 
 // TestUsageErrors: a mistake on the command line or in the configuration
-// exits 2, says what is wrong in one line, and points to the help.
+// exits 2, says what is wrong in one line, and points to the help of the
+// command: what a person sees, whole.
 func TestUsageErrors(t *testing.T) {
 	clearEnv(t)
 	cases := []struct {
 		name string
 		args []string
-		want string // in the first line of standard error
+		want string // the first line, after "management: "
+		help string // the command whose help the second line points to
 	}{
-		{"unknown command", []string{"--fake", "userz"}, `unknown command "userz" for "management" (did you mean "users"?)`},
-		{"unknown subcommand", []string{"--fake", "users", "gett"}, `(did you mean "get"?)`},
-		{"unknown flag", []string{"--fake", "users", "list", "--bogus"}, "unknown flag: --bogus"},
-		{"missing argument", []string{"--fake", "users", "get"}, "users get takes 1 argument(s), USER_ID; got 0"},
-		{"extra argument", []string{"--fake", "users", "list", "x"}, `users list takes no arguments; got "x"`},
-		{"empty argument", []string{"--fake", "things", "get", " "}, "PHYSICAL_ID is empty"},
-		{"bad output", []string{"--fake", "users", "list", "-o", "xml"}, `--output "xml": want one of table, json, jsonl, csv`},
-		{"table export", []string{"--fake", "users", "export", "-o", "table"}, `--output "table": want one of jsonl, json, csv`},
-		{"bad order", []string{"--fake", "things", "list", "--order-by", "name"}, `--order-by "name": want createdAt or updatedAt`},
-		{"bad direction", []string{"--fake", "things", "list", "--direction", "up"}, `--direction "up": want asc or desc`},
-		{"link and order", []string{"--fake", "users", "list", "--next-page", "/x?page=1", "--direction", "asc"}, "--next-page cannot be combined"},
-		{"negative pages", []string{"--fake", "users", "list", "--pages", "-1"}, "--pages -1"},
-		{"checkpoint without out", []string{"--fake", "users", "export", "--checkpoint", "c"}, "--checkpoint needs --out"},
-		{"fake and base url", []string{"--fake", "--base-url", "https://x.example", "users", "list"}, "--fake cannot be combined"},
-		{"associate without model", []string{"--fake", "users", "associate", "u-ada", "x"}, "--model and --firmware-version are required"},
-		{"update nothing", []string{"--fake", "things", "update", "lamp-7"}, "nothing to update"},
-		{"update json and flags", []string{"--fake", "things", "update", "lamp-7", "--json", "-", "--name", "x"}, "--json cannot be combined"},
-		{"update bad set", []string{"--fake", "things", "update", "lamp-7", "--set", "label=hall"}, `--set label: the value is not JSON (a string is quoted: label='"text"')`},
-		{"update set twice", []string{"--fake", "things", "update", "lamp-7", "--set", "a=1", "--unset", "a"}, "custom setting a is given twice"},
-		{"update bad status", []string{"--fake", "things", "update", "lamp-7", "--status", "low"}, `--status "low": want name=value`},
-		{"update bad time", []string{"--fake", "things", "update", "lamp-7", "--last-seen", "yesterday"}, `--last-seen "yesterday"`},
-		{"update missing file", []string{"--fake", "things", "update", "lamp-7", "--json", "/nonexistent/update.json"}, "--json: open /nonexistent/update.json"},
-		{"token without token", []string{"--base-url", "https://x.example", "token", "check"}, "configuration:"},
+		{"unknown command", []string{"--fake", "userz"}, `unknown command "userz" for "management" (did you mean "users"?)`, "management"},
+		{"unknown subcommand", []string{"--fake", "users", "gett"}, `unknown command "gett" for "management users" (did you mean "get"?)`, "management users"},
+		{"unknown flag", []string{"--fake", "users", "list", "--bogus"}, "unknown flag: --bogus", "management users list"},
+		{"missing argument", []string{"--fake", "users", "get"}, "users get takes 1 argument(s), USER_ID; got 0", "management users get"},
+		{"extra argument", []string{"--fake", "users", "list", "x"}, `users list takes no arguments; got "x"`, "management users list"},
+		{"empty argument", []string{"--fake", "things", "get", " "}, "PHYSICAL_ID is empty", "management things get"},
+		{"bad output", []string{"--fake", "users", "list", "-o", "xml"}, `--output "xml": want one of table, json, jsonl, csv`, "management users list"},
+		{"table export", []string{"--fake", "users", "export", "-o", "table"}, `--output "table": want one of jsonl, json, csv`, "management users export"},
+		{"bad order", []string{"--fake", "things", "list", "--order-by", "name"}, `--order-by "name": want createdAt or updatedAt`, "management things list"},
+		{"bad direction", []string{"--fake", "things", "list", "--direction", "up"}, `--direction "up": want asc or desc`, "management things list"},
+		{"link and order", []string{"--fake", "users", "list", "--next-page", "/x?page=1", "--direction", "asc"},
+			"--next-page cannot be combined with --order-by or --direction: the link carries its own order", "management users list"},
+		{"negative pages", []string{"--fake", "users", "list", "--pages", "-1"}, "--pages -1: want 0 (all) or more", "management users list"},
+		{"checkpoint without out", []string{"--fake", "users", "export", "--checkpoint", "c"},
+			"--checkpoint needs --out: an export to standard output cannot be resumed", "management users export"},
+		{"fake and base url", []string{"--fake", "--base-url", "https://x.example", "users", "list"},
+			"--fake cannot be combined with --base-url, --client-id or --client-secret-stdin", "management users list"},
+		{"associate without model", []string{"--fake", "users", "associate", "u-ada", "x"}, "--model and --firmware-version are required", "management users associate"},
+		{"update nothing", []string{"--fake", "things", "update", "lamp-7"},
+			"nothing to update: give --name, --firmware-version, --last-seen, --status, --set, --unset or --json", "management things update"},
+		{"update json and flags", []string{"--fake", "things", "update", "lamp-7", "--json", "-", "--name", "x"},
+			"--json cannot be combined with the other update flags", "management things update"},
+		{"update bad set", []string{"--fake", "things", "update", "lamp-7", "--set", "label=hall"},
+			`--set label: the value is not JSON (a string is quoted: label='"text"')`, "management things update"},
+		{"update set twice", []string{"--fake", "things", "update", "lamp-7", "--set", "a=1", "--unset", "a"}, "custom setting a is given twice", "management things update"},
+		{"update bad status", []string{"--fake", "things", "update", "lamp-7", "--status", "low"}, `--status "low": want name=value`, "management things update"},
+		{"update bad time", []string{"--fake", "things", "update", "lamp-7", "--last-seen", "yesterday"},
+			`--last-seen "yesterday": want "now" or an RFC 3339 time such as 2026-01-05T09:00:00Z`, "management things update"},
+		{"update missing file", []string{"--fake", "things", "update", "lamp-7", "--json", "/nonexistent/update.json"},
+			"--json: open /nonexistent/update.json: no such file or directory", "management things update"},
+		{"token without token", []string{"--base-url", "https://x.example", "token", "check"},
+			"configuration: MANAGEMENT_CLIENT_ID (or --client-id) is not set; MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin) is not set", "management token check"},
+		{"control characters", []string{"--fake", "users", "list", "--output", "x\x1b[2J\n"}, `--output "x\x1b[2J\n": want one of table, json, jsonl, csv`, "management users list"},
+		{"control characters in a flag's name", []string{"--fake", "users", "list", "--\x1b[2J"}, `unknown flag: --\x1b[2J`, "management users list"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := runCLI(t, c.args...)
-			if r.code != ExitUsage {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, ExitUsage, r.stderr)
-			}
-			first, rest, _ := strings.Cut(r.stderr, "\n")
-			if !strings.HasPrefix(first, "management: ") || strings.Count(first, "management: ") != 1 || !strings.Contains(first, c.want) {
-				t.Errorf("stderr's first line = %q, want one prefix and %q", first, c.want)
-			}
-			if !strings.HasPrefix(rest, "Run 'management ") {
-				t.Errorf("stderr does not point to the help:\n%s", r.stderr)
-			}
-			if r.stdout != "" {
-				t.Errorf("stdout = %q, want nothing", r.stdout)
+			want := "management: " + c.want + "\nRun '" + c.help + " --help' for usage.\n"
+			if r.code != ExitUsage || r.stderr != want || r.stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr\n%q\nwant %d, nothing, and\n%q", r.code, r.stdout, r.stderr, ExitUsage, want)
 			}
 		})
 	}
@@ -79,17 +83,17 @@ func TestUpdateDocumentErrors(t *testing.T) {
 	}
 }
 
-// TestNoConfiguration: with nothing configured, the tool says which
-// variables to set, and how to try it offline, and exits 2.
+// TestNoConfiguration: with nothing configured, any command that needs
+// the service prints the tool's help on what to set, whole, its lines as
+// written (its own words are never escaped), without a pointer to --help
+// (the message is the help), and exits 2. TestNoConfigurationOnTerminal
+// has the text as a terminal shows it.
 func TestNoConfiguration(t *testing.T) {
 	clearEnv(t)
-	r := runCLI(t, "users", "list")
-	if r.code != ExitUsage {
-		t.Errorf("exit %d, want %d", r.code, ExitUsage)
-	}
-	for _, want := range []string{"management: not configured", management.EnvBaseURL, management.EnvClientID, management.EnvClientSecret, "--fake"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	for _, args := range [][]string{{"users", "list"}, {"things", "get", "lamp-7"}, {"users", "export", "--out", "users.jsonl"}, {"token", "check"}} {
+		r := runCLI(t, args...)
+		if r.code != ExitUsage || r.stderr != noConfig+"\n" || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr\n%s\nwant %d, nothing, and\n%s", args, r.code, r.stdout, r.stderr, ExitUsage, noConfig)
 		}
 	}
 }
@@ -104,8 +108,8 @@ func TestConfigurationProblems(t *testing.T) {
 	t.Run("missing secret", func(t *testing.T) {
 		clearEnv(t)
 		r := runCLI(t, "--base-url", srv.URL, "--client-id", srv.ClientID, "users", "list")
-		want := "management: configuration: MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin) is not set"
-		if r.code != ExitUsage || !strings.HasPrefix(r.stderr, want) {
+		want := "management: configuration: MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin) is not set\nRun 'management users list --help' for usage.\n"
+		if r.code != ExitUsage || r.stderr != want {
 			t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, ExitUsage, want)
 		}
 	})
@@ -113,8 +117,9 @@ func TestConfigurationProblems(t *testing.T) {
 		e := useServer(t, srv)
 		t.Setenv(management.EnvMaxRetries, "many-secret-value")
 		r := e.run(t, "users", "list")
-		if r.code != ExitUsage || !strings.Contains(r.stderr, "MANAGEMENT_MAX_RETRIES is not an integer") || strings.Contains(r.stderr, "many-secret-value") {
-			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		want := "management: configuration: MANAGEMENT_MAX_RETRIES is not an integer\nRun 'management users list --help' for usage.\n"
+		if r.code != ExitUsage || r.stderr != want {
+			t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, ExitUsage, want)
 		}
 	})
 	t.Run("flags over environment", func(t *testing.T) {
@@ -139,9 +144,9 @@ func TestConfigurationProblems(t *testing.T) {
 		e := useServer(t, srv)
 		t.Setenv(management.EnvClientSecret, "not-the-secret")
 		r := e.run(t, "users", "list")
-		if r.code != ExitAuth || !strings.Contains(r.stderr, "invalid_client") || strings.Contains(r.stderr, "not-the-secret") ||
-			!strings.Contains(r.stderr, "check MANAGEMENT_CLIENT_ID (or --client-id) and MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin)") {
-			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		want := "management: the service refused the client credentials (POST /auth/token: 401 invalid_client: Client authentication failed: invalid or missing Basic credentials): check MANAGEMENT_CLIENT_ID (or --client-id) and MANAGEMENT_CLIENT_SECRET (or --client-secret-stdin)\n"
+		if r.code != ExitAuth || r.stderr != want {
+			t.Errorf("exit %d, stderr\n%q\nwant %d and\n%q", r.code, r.stderr, ExitAuth, want)
 		}
 	})
 }
@@ -216,6 +221,16 @@ func TestTokenCheck(t *testing.T) {
 		if r.code != ExitFailure || !strings.HasPrefix(r.stdout, "Valid:            no\nAnswer to relay:  401 auth.unauthorized") ||
 			r.stderr != "management: the End User token is not valid\n" {
 			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("not <type> <token>", func(t *testing.T) {
+		e := useServer(t, srv)
+		e.stdin = "Bearer \n"
+		r := e.run(t, "token", "check", "--token-stdin")
+		want := `management: invalid argument: the End User access token must be "<type> <token>", such as "Bearer eu-123": nothing follows its type` +
+			"\nRun 'management token check --help' for usage.\n"
+		if r.code != ExitUsage || r.stderr != want || r.stdout != "" {
+			t.Errorf("exit %d, stdout %q, stderr\n%q\nwant %d, nothing, and\n%q", r.code, r.stdout, r.stderr, ExitUsage, want)
 		}
 	})
 	t.Run("none", func(t *testing.T) {

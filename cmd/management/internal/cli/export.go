@@ -225,8 +225,15 @@ func (e *export[T]) open() (bool, error) {
 // mix the items of two services.
 func (e *export[T]) sameService(saved *checkpoint) error {
 	was, is := saved.Service, e.state.Service
-	if was == is {
+	switch {
+	case was == is:
 		return nil
+	case was == fakeService:
+		return refusef("%s records an export from the built-in fake service, but this run is configured for %s%s as client %s (nothing was written): run the command with --fake to resume it, or start over with --force",
+			e.ckptFlag, is.BaseURL, is.PathPrefix, is.ClientID)
+	case is == fakeService:
+		return refusef("%s records an export from %s%s as client %s, but this run, with --fake, is against the built-in fake service (nothing was written): run the command without --fake to resume it, or start over with --force",
+			e.ckptFlag, was.BaseURL, was.PathPrefix, was.ClientID)
 	}
 	return refusef("%s records an export from %s%s as client %s, but this run is configured for %s%s as client %s (nothing was written): set %s (or --base-url) and %s to that service to resume it, or start over with --force",
 		e.ckptFlag, was.BaseURL, was.PathPrefix, was.ClientID, is.BaseURL, is.PathPrefix, is.ClientID, management.EnvBaseURL, management.EnvClientID)
@@ -328,7 +335,8 @@ func (e *export[T]) resume(saved *checkpoint) (bool, error) {
 		return false, changed(fmt.Sprintf("does not hold what %s records (its first %d bytes differ)", e.ckptFlag, saved.Offset))
 	}
 	if saved.Done {
-		fmt.Fprintf(e.io.ErrOut, "The export is already complete: %d %s in %s, as %s records. Give --force to export again.\n", saved.Count, e.res.plural, e.outFlag, e.ckptFlag)
+		fmt.Fprintf(e.io.ErrOut, "The export is already complete: %d %s in %s, as %s records. Give --force to export again.\n",
+			saved.Count, e.res.plural, escapeControls(e.outFlag), escapeControls(e.ckptFlag))
 		return true, nil
 	}
 	if saved.Offset == 0 { // killed before the first page was recorded
@@ -446,7 +454,7 @@ func (e *export[T]) summary() {
 	done := e.state.Count - e.base
 	to := "standard output"
 	if e.outFlag != "" {
-		to = e.outFlag
+		to = escapeControls(e.outFlag) // the user's data
 	}
 	rate := float64(done) / max(elapsed.Seconds(), 1e-9)
 	msg := fmt.Sprintf("Exported %d %s to %s in %s (%.0f/s)", e.state.Count, e.res.plural, to, elapsed.Round(time.Millisecond), rate)

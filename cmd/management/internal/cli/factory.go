@@ -135,7 +135,7 @@ func (f *Factory) baseConfig() (management.Config, error) {
 		cfg.ClientSecret = secret
 	}
 	if cfg.BaseURL == "" && cfg.ClientID == "" && cfg.ClientSecret == "" {
-		return cfg, usageError{err: errors.New(noConfig)}
+		return cfg, usageError{err: said(noConfig)}
 	}
 	problems := malformed(envErr)
 	for _, v := range []struct{ value, name string }{

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"time"
 
@@ -18,11 +19,22 @@ func at(d time.Duration) management.Timestamp {
 	return management.NewTimestamp(time.Date(2026, time.January, 5, 9, 0, 0, 0, time.UTC).Add(d))
 }
 
+// fakeClientID is the --fake service's client id. It is the same at each
+// run, as its address is (managementtest.InMemoryURL), so that an export's
+// checkpoint names the same service from one run to the next: running the
+// command again finds its export complete, or resumes it. The secret never
+// leaves the process, and is random.
+const fakeClientID = "management-cli-fake"
+
+// fakeService is the --fake service as a checkpoint records it.
+var fakeService = serviceID{BaseURL: managementtest.InMemoryURL, PathPrefix: managementtest.DefaultPathPrefix, ClientID: fakeClientID}
+
 // newFake returns an in-memory managementtest server seeded with a few
 // Things and Users, for --fake: the tool works offline, the same way it
 // works against the service.
 func newFake() *managementtest.Server {
-	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(fakePageSize))
+	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(fakePageSize),
+		managementtest.WithCredentials(fakeClientID, rand.Text()))
 	for _, t := range fakeThings() {
 		srv.AddThing(t)
 	}

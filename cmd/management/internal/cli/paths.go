@@ -2,31 +2,56 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // canonical is the absolute path that path names once symbolic links are
-// followed: the file's own when it exists, its directory's otherwise (the
-// file is created there). Two flags naming one file through a link, "./"
-// or "..", have the same canonical path.
+// followed: the file's own when it exists; otherwise the path its
+// directory's links resolve to, and, when that is a link to a file that
+// does not exist yet, the file the link names (the export would create
+// that file through it), link after link. Two flags naming one file
+// through a link, dangling or not, "./" or "..", have the same canonical
+// path.
 func canonical(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+	for links := 0; links <= maxLinks; links++ {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			return real, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+		if err != nil && links > 0 && errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s is a symbolic link to %s, in a directory that does not exist", path, abs)
+		}
+		if err != nil {
+			return "", err
+		}
+		abs = filepath.Join(dir, filepath.Base(abs))
+		info, err := os.Lstat(abs)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			return abs, nil // not there: the file to create
+		}
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		abs = target
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, filepath.Base(abs)), nil
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
 }
+
+// maxLinks bounds the links canonical follows, as the kernel bounds a path's.
+const maxLinks = 40
 
 // sameFile reports whether the files at a and b both exist and are one
 // file: the same path, or hard links to one file.
