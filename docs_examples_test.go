@@ -23,8 +23,8 @@ import (
 	"github.com/serviceconnect/management/managementtest"
 )
 
-// reportBatteryLow reports a Thing's battery low, unless its last status
-// already says so; its other fields stay as they are.
+// reportBatteryLow reports a Thing's battery low, unless its battery
+// status already says so; its other fields stay as they are.
 func reportBatteryLow(ctx context.Context, client *management.Client, physicalID string) error {
 	thing, err := client.Things.Get(ctx, physicalID)
 	if err != nil {

@@ -67,6 +67,7 @@ func TestDownloadModules(t *testing.T) {
 	t.Setenv("GOMODCACHE", t.TempDir()) // empty: every module must be fetched
 	t.Setenv("GOFLAGS", "-modcacherw")  // so that TempDir can remove what the go command writes there
 	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOTOOLCHAIN", "local") // the empty cache holds no other toolchain, and the proxy is off
 	module := func(gomod string) string {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
