@@ -14,7 +14,9 @@ import (
 	"github.com/serviceconnect/management/internal/errtext"
 )
 
-// The Authenticator's bounds and defaults; its docs name them.
+// The Authenticator's bounds and defaults. The docs of the exported fields
+// give their values (never these names, which go doc does not show), and so
+// does docs/defaults.md: TestDefaultsTable holds both to these.
 const (
 	// defaultAuthCacheTTL is the default CacheTTL.
 	defaultAuthCacheTTL  = 30 * time.Second
@@ -89,7 +91,7 @@ const (
 //
 // Verdicts are cached in memory, keyed by a SHA-256 digest of the header
 // value (raw tokens are not kept): valid ones for CacheTTL, invalid ones for
-// at most maxInvalidTTL, failures never. Concurrent checks of one token make
+// at most 5s, failures never. Concurrent checks of one token make
 // one call. Memory stays bounded under any stream of tokens: at most
 // CacheSize verdicts and MaxConcurrentChecks calls in flight, each ended
 // after Timeout. Cached verdicts are served whatever is in flight. A
@@ -102,20 +104,20 @@ type Authenticator struct {
 	// Client makes the authenticate calls. Required: Handler panics
 	// without it.
 	Client *Client
-	// CacheTTL is how long a valid verdict is cached. 0:
-	// defaultAuthCacheTTL; negative: verdicts are not cached (concurrent
-	// checks of one token still share one call). Invalid verdicts are
-	// cached for CacheTTL or maxInvalidTTL, whichever is shorter.
+	// CacheTTL is how long a valid verdict is cached. 0: 30s; negative:
+	// verdicts are not cached (concurrent checks of one token still share
+	// one call). Invalid verdicts are cached for CacheTTL or 5s, whichever
+	// is shorter.
 	CacheTTL time.Duration
 	// CacheSize bounds the number of cached verdicts, so that memory stays
 	// bounded under a flood of random tokens; the least recently used is
-	// dropped first. 0 or negative: defaultAuthCacheSize.
+	// dropped first. 0 or negative: 10000.
 	CacheSize int
 	// MaxConcurrentChecks bounds the authenticate calls in flight, so that
 	// a flood of uncached tokens holds neither unbounded memory nor the
 	// service: a check that would start one more call fails at once with
 	// ErrTooManyChecks (a check that joins the call in flight for its
-	// token starts none). 0 or negative: defaultMaxConcurrentChecks.
+	// token starts none). 0 or negative: 64.
 	MaxConcurrentChecks int
 	// MissBudget bounds the rate of checks that reach the service (a token
 	// whose verdict is neither in the cache nor, with a SharedStore, stored
@@ -129,9 +131,8 @@ type Authenticator struct {
 	MissBudget MissBudget
 	// Timeout bounds one check's call to the service, retries and their
 	// waits included (a Retry-After that would pass it is not waited for).
-	// 0 or negative: defaultAuthTimeout. The request's own context may end
-	// the wait sooner; the call then goes on for the other requests waiting
-	// for it.
+	// 0 or negative: 5s. The request's own context may end the wait
+	// sooner; the call then goes on for the other requests waiting for it.
 	Timeout time.Duration
 	// ErrorHandler writes the answer to a refused request; optional. err is
 	// one of the refusals listed on Authenticator. nil: the answers listed
@@ -144,13 +145,12 @@ type Authenticator struct {
 	// keys derived from the Client's secret (Config.ClientSecret or
 	// Config.SharedStoreKey), so that whoever can write the store cannot
 	// forge one. With a store, an entry of the in-process cache lives at
-	// most sharedFirstLevelTTL: that long, at most, another replica may
-	// still accept a token that Forget dropped. A failing or slow store
-	// (Config.SharedStoreTimeout) never fails a check and is never a
-	// verdict. While another replica holds a token's lease and asks the
-	// service, a check waits for its verdict at most verdictLease (half the
-	// request's time left, if less), then asks itself. Every replica must
-	// have the same CacheTTL.
+	// most 5s: that long, at most, another replica may still accept a token
+	// that Forget dropped. A failing or slow store (Config.SharedStoreTimeout)
+	// never fails a check and is never a verdict. While another replica
+	// holds a token's lease and asks the service, a check waits for its
+	// verdict at most 1s (half the request's time left, if less), then asks
+	// itself. Every replica must have the same CacheTTL.
 	SharedStore SharedStore
 
 	once         sync.Once
@@ -308,7 +308,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 // the store, under which no verdict is stored yet, so that no replica reads
 // a verdict stored before, even one a check in flight elsewhere writes
 // after Forget; another replica may still accept the token from its
-// in-process cache for at most sharedFirstLevelTTL. Forget fails only for
+// in-process cache for at most 5s. Forget fails only for
 // a blank authorization or an Authenticator that Check would refuse (no
 // Client made by NewClient); a failing store is logged, not returned.
 func (a *Authenticator) Forget(ctx context.Context, authorization string) error {

@@ -284,9 +284,9 @@ func (c *Client) endOperation(ctx context.Context, op *Operation, req *request, 
 
 // notAuthorized is the error of req when its n-th request got no token: a
 // *TransportError naming the operation when the caller's context ended
-// while it waited (the README's error table promises one for a context
-// that ended), else the token's own error as it is (a *TokenError, or the
-// TokenSource's error, unchanged).
+// while it waited (the error table of docs/errors.md promises one for a
+// context that ended), else the token's own error as it is (a *TokenError,
+// or the TokenSource's error, unchanged).
 func (c *Client) notAuthorized(ctx context.Context, req *request, n int, err error) error {
 	if ctx.Err() != nil {
 		return &TransportError{Method: req.method, Path: req.path, Attempts: n - 1, Err: err}

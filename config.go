@@ -82,8 +82,8 @@ type Config struct {
 	// included. 0: 15s.
 	RetryWaitMax time.Duration
 	// RefreshMargin is how long before expiry the token is refreshed.
-	// 0: a tenth of the token's lifetime; negative: no margin. Never more
-	// than half the lifetime.
+	// 0: a tenth of the token's lifetime (lifetime/10, as String prints
+	// it); negative: no margin. Never more than half the lifetime.
 	RefreshMargin time.Duration
 	// PathPrefix precedes every path. "": "/v2/api/management/service_connect".
 	// BaseURL must not end with it: the client adds it.

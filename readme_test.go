@@ -1,4 +1,4 @@
-package management_test
+package management
 
 import (
 	"fmt"
@@ -15,23 +15,27 @@ import (
 	"testing"
 )
 
-// readmeSnippet is one ```go block of a README.
-type readmeSnippet struct {
-	file string // the README, relative to the repository's root
+// docSnippet is one ```go block of a README or a guide.
+type docSnippet struct {
+	file string // the README or guide, relative to the repository's root
 	line int    // the line of the snippet's first line of code
 	code string
 }
 
-// readmeSnippets returns the Go snippets of every README of the repository
-// (the SDK's, and those of the companion modules and examples).
-func readmeSnippets(t *testing.T) []readmeSnippet {
+// docFiles are the patterns of the Markdown files whose Go snippets the
+// tests build: every README of the repository (the SDK's, and those of the
+// companion modules and examples) and every guide under docs/.
+var docFiles = []string{"README.md", "*/README.md", "*/*/README.md", "docs/*.md"}
+
+// docSnippets returns the Go snippets of the READMEs and guides.
+func docSnippets(t *testing.T) []docSnippet {
 	t.Helper()
 	var files []string
-	for _, pattern := range []string{"README.md", "*/README.md", "*/*/README.md"} {
+	for _, pattern := range docFiles {
 		names, _ := filepath.Glob(pattern)
 		files = append(files, names...)
 	}
-	var snippets []readmeSnippet
+	var snippets []docSnippet
 	for _, file := range files {
 		readme, err := os.ReadFile(file)
 		if err != nil {
@@ -39,7 +43,7 @@ func readmeSnippets(t *testing.T) []readmeSnippet {
 		}
 		text := string(readme)
 		for _, m := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatchIndex(text, -1) {
-			snippets = append(snippets, readmeSnippet{
+			snippets = append(snippets, docSnippet{
 				file: filepath.ToSlash(file),
 				line: strings.Count(text[:m[2]], "\n") + 1,
 				code: text[m[2]:m[3]],
@@ -47,15 +51,16 @@ func readmeSnippets(t *testing.T) []readmeSnippet {
 		}
 	}
 	if len(snippets) == 0 {
-		t.Fatal("no README has a Go snippet")
+		t.Fatal("no README or guide has a Go snippet")
 	}
 	return snippets
 }
 
-// TestReadmeSnippetsAreExamples keeps the README's snippets working, not
-// only compiling: each must appear, line for line, in code that the test
-// suites run (the examples and readme_examples_test.go of this module and of
-// the companion modules, and the programs under examples/).
+// TestReadmeSnippetsAreExamples keeps the snippets of the READMEs and
+// guides working, not only compiling: each must appear, line for line, in
+// code that the test suites run (the examples, readme_examples_test.go and
+// docs_examples_test.go of this module and of the companion modules, and the
+// programs under examples/).
 func TestReadmeSnippetsAreExamples(t *testing.T) {
 	var sources []string
 	for _, pattern := range []string{"*example*_test.go", "redisstore/*example*_test.go", "otel/*example*_test.go", "examples/*/main.go"} {
@@ -71,9 +76,9 @@ func TestReadmeSnippetsAreExamples(t *testing.T) {
 		code.WriteString(normalizeSpace(string(b)))
 	}
 	compiled := code.String()
-	for _, s := range readmeSnippets(t) {
+	for _, s := range docSnippets(t) {
 		if !strings.Contains(compiled, normalizeSpace(s.code)) {
-			t.Errorf("%s:%d: snippet is not in the examples or readme_examples_test.go:\n%s", s.file, s.line, s.code)
+			t.Errorf("%s:%d: snippet is not in the examples, readme_examples_test.go or docs_examples_test.go:\n%s", s.file, s.line, s.code)
 		}
 	}
 }
@@ -82,17 +87,19 @@ func normalizeSpace(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// readmeImports are the packages a README snippet may use without importing
-// them, by the name it uses: the README's wrapper (see its section "About
-// the snippets") imports those that the snippet names.
-var readmeImports = map[string]string{
+// snippetImports are the packages a snippet may use without importing
+// them, by the name it uses: the wrapper (see docs/README.md, "About the
+// snippets") imports those that the snippet names.
+var snippetImports = map[string]string{
 	"context":        "context",
 	"errors":         "errors",
 	"fmt":            "fmt",
 	"http":           "net/http",
 	"log":            "log",
+	"slog":           "log/slog",
 	"os":             "os",
 	"testing":        "testing",
+	"synctest":       "testing/synctest",
 	"time":           "time",
 	"management":     "github.com/serviceconnect/management",
 	"managementtest": "github.com/serviceconnect/management/managementtest",
@@ -109,12 +116,12 @@ var readmeImports = map[string]string{
 	"stdouttrace":    "go.opentelemetry.io/otel/exporters/stdout/stdouttrace",
 }
 
-// wrapSnippet makes a Go file of a README snippet, as the README's wrapper
-// says: a snippet of whole declarations is a file of its own, a fragment is
-// the body of func example(ctx context.Context); either way the file imports
-// the packages of readmeImports that the snippet names. A //line directive
-// makes the compiler's messages point into the README.
-func wrapSnippet(s readmeSnippet) (string, error) {
+// wrapSnippet makes a Go file of a snippet, as docs/README.md says: a
+// snippet of whole declarations is a file of its own, a fragment is the body
+// of func example(ctx context.Context); either way the file imports the
+// packages of snippetImports that the snippet names. A //line directive
+// makes the compiler's messages point into the README or guide.
+func wrapSnippet(s docSnippet) (string, error) {
 	body := fmt.Sprintf("//line %s:%d\n%s", s.file, s.line, s.code)
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "", "package snippet\n"+body, parser.SkipObjectResolution)
@@ -127,27 +134,29 @@ func wrapSnippet(s readmeSnippet) (string, error) {
 	used := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if id, ok := sel.X.(*ast.Ident); ok && readmeImports[id.Name] != "" {
+			if id, ok := sel.X.(*ast.Ident); ok && snippetImports[id.Name] != "" {
 				used[id.Name] = true
 			}
 		}
 		return true
 	})
 	var file strings.Builder
-	file.WriteString("// Code generated by TestReadmeSnippetsBuild from a README.\n\npackage snippet\n\nimport (\n")
+	file.WriteString("// Code generated by TestReadmeSnippetsBuild from a README or guide.\n\npackage snippet\n\nimport (\n")
 	for _, name := range slices.Sorted(maps.Keys(used)) {
-		fmt.Fprintf(&file, "\t%s %q\n", name, readmeImports[name])
+		fmt.Fprintf(&file, "\t%s %q\n", name, snippetImports[name])
 	}
 	file.WriteString(")\n\n")
 	file.WriteString(body)
 	return file.String(), nil
 }
 
-// TestReadmeSnippetsBuild builds every Go snippet of the READMEs as a reader
-// who pastes it would: each in a package of its own, in a fresh module that
-// requires this module and its companions (replaced by this checkout), with
-// nothing but the wrapper around it. A snippet that uses a name it does not
-// define fails here, with the README line in the message.
+// TestReadmeSnippetsBuild builds every Go snippet of the READMEs and guides
+// as a reader who pastes it would: each in a package of its own, in a fresh
+// module that requires this module and its companions (replaced by this
+// checkout), with nothing but the wrapper around it. A snippet that uses a
+// name it does not define fails here, with the file and line in the
+// message. The companions' dependencies come from the module cache or the
+// module proxy; without either, the test is skipped (see needModules).
 func TestReadmeSnippetsBuild(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -164,8 +173,10 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 		}
 	}
 
+	needModules(t, goTool, root, filepath.Join(root, "redisstore"), filepath.Join(root, "otel"))
+
 	dir := t.TempDir()
-	for i, s := range readmeSnippets(t) {
+	for i, s := range docSnippets(t) {
 		src, err := wrapSnippet(s)
 		if err != nil {
 			t.Fatal(err)
@@ -213,6 +224,6 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the READMEs' snippets do not build in a fresh module (%v):\n%s", err, out)
+		t.Fatalf("the snippets of the READMEs and guides do not build in a fresh module (%v):\n%s", err, out)
 	}
 }

@@ -696,8 +696,9 @@ func TestFailingRefreshNeverDelaysCallersWithoutAToken(t *testing.T) {
 }
 
 // A call whose context ends while it waits for the management token fails
-// with a *TransportError naming the call, as the README's error table says
-// of a context that ended, and the deadline still matches through it.
+// with a *TransportError naming the call, as the error table of
+// docs/errors.md says of a context that ended, and the deadline still
+// matches through it.
 func TestTokenWaitDeadlineIsATransportError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, mt := setup(t)

@@ -14,7 +14,7 @@ import (
 	"github.com/serviceconnect/management/managementtest"
 )
 
-// errorTableRow stages one row of the README's error table with the fake
+// errorTableRow stages one row of the error table (docs/errors.md) with the fake
 // alone and says whether the error that comes back is the one the row names.
 type errorTableRow struct {
 	stage func(ctx context.Context, srv *managementtest.Server, c *management.Client) error
@@ -54,8 +54,9 @@ func jsonAnswer(status int, body string) managementtest.Response {
 	return managementtest.Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
 }
 
-// errorTable has a row for every error the README's table names, keyed by
-// the table's first column, and a second one where the column names two.
+// errorTable has a row for every error the table of docs/errors.md names,
+// keyed by the table's first column, and a second one where the column
+// names two.
 var errorTable = map[string]errorTableRow{
 	"ErrNotFound": {
 		stage: func(ctx context.Context, _ *managementtest.Server, c *management.Client) error {
@@ -163,17 +164,17 @@ var errorTable = map[string]errorTableRow{
 }
 
 // TestErrorTableStagedWithTheFake holds the promise that a user's test can
-// stage every failure the README's error table names with managementtest
-// alone: each name in the table's first column has a row above, staged
-// through the fake's public API, and gets the error it names.
+// stage every failure the error table of docs/errors.md names with
+// managementtest alone: each name in the table's first column has a row
+// above, staged through the fake's public API, and gets the error it names.
 func TestErrorTableStagedWithTheFake(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	guide, err := os.ReadFile("../docs/errors.md")
 	if err != nil {
-		t.Skip("no README here:", err)
+		t.Skip("no docs/errors.md here (not a checkout of the repository?):", err)
 	}
-	table := regexp.MustCompile("(?s)\n\\| error \\| when \\|\n\\|---\\|---\\|\n(.*?)\n\n").FindSubmatch(readme)
+	table := regexp.MustCompile("(?s)\n\\| error \\| when \\|\n\\|---\\|---\\|\n(.*?)\n\n").FindSubmatch(guide)
 	if table == nil {
-		t.Fatal("the README's error table is not where this test looks: | error | when |")
+		t.Fatal("the error table of docs/errors.md is not where this test looks: | error | when |")
 	}
 	var names []string
 	for line := range strings.Lines(string(table[1])) {
@@ -183,11 +184,11 @@ func TestErrorTableStagedWithTheFake(t *testing.T) {
 		}
 	}
 	if len(names) < 10 {
-		t.Fatalf("found %d names in the README's error table, want at least 10: %q", len(names), names)
+		t.Fatalf("found %d names in the error table of docs/errors.md, want at least 10: %q", len(names), names)
 	}
 	for _, name := range names {
 		if _, ok := errorTable[name]; !ok {
-			t.Errorf("the README's error table names %s, and no row of errorTable stages it", name)
+			t.Errorf("the error table of docs/errors.md names %s, and no row of errorTable stages it", name)
 		}
 	}
 	for name, row := range errorTable {

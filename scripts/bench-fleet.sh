@@ -5,7 +5,7 @@
 # 1. GET latency on a loaded host: redis-benchmark makes GETs of a 160-byte
 #    value (a sealed token's size) over 16 connections (16 replicas) while
 #    LOAD busy loops (default: one per core) compete for the CPUs, and the
-#    p99.9 is printed. Config.SharedStoreTimeout's default (50 ms) must be at
+#    p99.9 is printed. Config.SharedStoreTimeout's default (750 ms) must be at
 #    least ten times it.
 # 2. The fleet benchmarks of redisstore: 16 replicas (each its own Client and
 #    Authenticator) against one managementtest server, with and without the

@@ -22,13 +22,13 @@ import (
 // A probe puts the three clients in one situation where they may differ,
 // and records what each did, in a few words. The words are asserted: if
 // a library, the SDK or the server changes what a client does, the probe
-// fails, and README's "How it compares" table is due an update
-// (TestReadmeComparesAsProbed holds the table to the probes).
+// fails, and the table of "How it compares" in docs/performance.md is due
+// an update (TestReadmeComparesAsProbed holds the table to the probes).
 
 // observed is one probe's outcome for the three columns.
 type observed struct{ sdk, generated, raw string }
 
-// probes is every probe, by the row it fills in README's table.
+// probes is every probe, by the row it fills in that table.
 var probes = []struct {
 	row   string
 	probe func(t *testing.T) observed

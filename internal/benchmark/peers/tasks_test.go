@@ -68,7 +68,8 @@ var tasks = []struct {
 }
 
 // taskLines is the lines of code, not counting blank and comment lines, of
-// each task in each column, as README's "How it compares" gives them.
+// each task in each column, as "How it compares" in docs/performance.md
+// gives them.
 var taskLines = map[string][3]int{
 	"set up a client that fetches its token": {5, 41, 73},
 	"read a User, a 404 as an error":         {3, 10, 39},
@@ -189,17 +190,17 @@ func declLines(t *testing.T, files ...string) map[string]int {
 	return out
 }
 
-// TestReadmeComparesAsProbed holds the behaviour and task tables of
-// README's "How it compares" to what the probes and TestTasks observe: each
-// row must appear there as it is written here.
+// TestReadmeComparesAsProbed holds the behaviour and task tables of "How
+// it compares" in docs/performance.md to what the probes and TestTasks
+// observe: each row must appear there as it is written here.
 func TestReadmeComparesAsProbed(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+	guide, err := os.ReadFile("../../../docs/performance.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## How it compares\n")
+	_, section, ok := strings.Cut(string(guide), "\n## How it compares\n")
 	if !ok {
-		t.Fatal(`README has no "## How it compares" section`)
+		t.Fatal(`docs/performance.md has no "## How it compares" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var want []string
@@ -212,7 +213,7 @@ func TestReadmeComparesAsProbed(t *testing.T) {
 	}
 	for _, row := range want {
 		if !strings.Contains(section, "\n"+row+"\n") {
-			t.Errorf("README's How it compares lacks the row\n%s", row)
+			t.Errorf("How it compares in docs/performance.md lacks the row\n%s", row)
 		}
 	}
 }
