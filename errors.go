@@ -67,8 +67,11 @@ type APIError struct {
 	Reason     string // "AUTH.UNAUTHORIZED", ...; "" when the body had no recognised shape
 	Message    string
 	Method     string
-	Path       string // below the path prefix, escaped, without the query string
-	Body       []byte // raw body (truncated) when it was not the documented shape
+	Path       string // below the path prefix, escaped, without the query string; a next_page link's path redacted
+	// Body is the start of the raw body when it was not the documented
+	// shape: its first 1 KiB (the body up to 4 KiB redacted whole, then
+	// cut; a body that ended early is redacted as cut).
+	Body []byte
 	// BodyLength is the length of a body that was not kept because the
 	// route's answers can carry credentials (the token and authenticate
 	// routes), as far as it was read; 0 otherwise.
@@ -76,7 +79,8 @@ type APIError struct {
 
 	// Header holds the answer's headers, without Set-Cookie and any other
 	// that can carry a credential by name, each value redacted of the
-	// credentials the request carried, URLs without their query.
+	// credentials the request carried, URLs without their query; in the
+	// order of their names, 16 KiB of values in all, each at most 4 KiB.
 	Header http.Header
 	// RequestID is the answer's request id (X-Request-Id or the like),
 	// when the service or a proxy sent one of at most 128 bytes of
@@ -229,14 +233,15 @@ func (e *TokenError) Is(target error) bool {
 // ErrResponseTooLarge).
 type DecodeError struct {
 	Method     string
-	Path       string // below the path prefix, escaped, without the query string
+	Path       string // below the path prefix, escaped, without the query string; a next_page link's path redacted
 	StatusCode int
-	// ContentType is the answer's Content-Type header, its first 128 bytes.
+	// ContentType is the answer's Content-Type header, redacted, its first
+	// 128 bytes.
 	ContentType string
 	// Body is the start of the body, at most 256 bytes, as far as the
-	// decoder read it, redacted. It is nil for the token and authenticate
-	// endpoints, whose answers can carry tokens: BodyLength then says how
-	// long it was.
+	// decoder read it, redacted (as a cut text unless the decoder read the
+	// whole body). It is nil for the token and authenticate endpoints,
+	// whose answers can carry tokens: BodyLength then says how long it was.
 	Body       []byte
 	BodyLength int64
 	Err        error
@@ -292,7 +297,7 @@ func (e *DecodeError) htmlPage() bool {
 // string reaches a log through it.
 type TransportError struct {
 	Method   string
-	Path     string // below the path prefix, escaped, without the query string
+	Path     string // below the path prefix, escaped, without the query string; a next_page link's path redacted
 	Attempts int
 	Err      error
 }

@@ -262,12 +262,16 @@ func TestListRefusesForeignLinks(t *testing.T) {
 				t.Errorf("error %q holds the page token", msg)
 			}
 			testCalls(t, mt, pageCalls(usersPath))
-			// ListPage hands the link back; it is refused when used.
+			// ListPage returns the page's items, no link, and the refusal,
+			// as List yields the items, then the error.
 			page, err := c.Users.ListPage(t.Context(), nil)
-			if err != nil || page.NextPage != link {
-				t.Fatalf("ListPage = %v, %v", page, err)
+			if !errors.Is(err, ErrInvalidPageLink) || page == nil || page.NextPage != "" || len(page.Items) != 1 || page.Items[0].ID != "u-1" {
+				t.Fatalf("ListPage = %+v, %v; want u-1, no link and ErrInvalidPageLink", page, err)
 			}
-			if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: page.NextPage}); !errors.Is(err, ErrInvalidPageLink) {
+			if strings.Contains(err.Error(), "tok-secret") {
+				t.Errorf("error %q holds the page token", err)
+			}
+			if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: link}); !errors.Is(err, ErrInvalidPageLink) {
 				t.Errorf("resuming from it: error %v, want ErrInvalidPageLink", err)
 			}
 			testCalls(t, mt, pageCalls(usersPath, usersPath)) // both to the first page
@@ -316,8 +320,9 @@ func TestListRepeatedLinkStops(t *testing.T) {
 	t.Run("ListPage linking to itself", func(t *testing.T) {
 		c, mt := setup(t)
 		registerPages(t, mt, map[string]httpmock.Responder{usersPath + "?page=a": pageOfUsers(usersPath+"?page=a", "u-1")})
-		if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: usersPath + "?page=a"}); !errors.Is(err, ErrInvalidPageLink) {
-			t.Errorf("error %v, want ErrInvalidPageLink", err)
+		page, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: usersPath + "?page=a"})
+		if !errors.Is(err, ErrInvalidPageLink) || page == nil || page.NextPage != "" || len(page.Items) != 1 {
+			t.Errorf("ListPage = %+v, %v; want u-1, no link and ErrInvalidPageLink", page, err)
 		}
 	})
 }
@@ -447,7 +452,7 @@ func TestCheckPageLink(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, _ := setup(t, Config{BaseURL: tt.base})
-		err := c.checkPageLink(tt.link)
+		err := c.checkPageLink(tt.link, newRedactor())
 		if (err == nil) != tt.ok || err != nil && !errors.Is(err, ErrInvalidPageLink) {
 			t.Errorf("checkPageLink(%q, %q) = %v, want ok %t", tt.base, tt.link, err, tt.ok)
 		}
@@ -482,7 +487,7 @@ func FuzzPageLink(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, link string) {
 		for _, b := range bases {
-			if b.c.checkPageLink(link) != nil {
+			if b.c.checkPageLink(link, newRedactor()) != nil {
 				continue
 			}
 			if seg, form, found := oracleDotSegment(link); found {

@@ -1,7 +1,6 @@
 package management
 
 import (
-	"fmt"
 	"iter"
 	"net/url"
 	"strconv"
@@ -50,10 +49,11 @@ func dotIdentifier(id string) bool {
 // as c.baseURL+link. The service's links are a path plus a query, appended to the base
 // URL as they stand; anything that could reach another host or scheme,
 // climb out of the base path, or be re-encoded on the way is refused, so
-// that our Authorization header only ever travels where it belongs.
-func (c *Client) checkPageLink(link string) error {
+// that our Authorization header only ever travels where it belongs. The
+// link came from outside: its error names it as r redacts it.
+func (c *Client) checkPageLink(link string, r *redactor) error {
 	if problem := linkProblem(link); problem != "" {
-		return errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
+		return errorf("%w %s: %s", ErrInvalidPageLink, r.linkText(link), problem)
 	}
 	// Belt and braces: parse what would be requested and check it is the
 	// base URL's scheme and host, under its path, with the link unchanged.
@@ -62,13 +62,13 @@ func (c *Client) checkPageLink(link string) error {
 	linkPath, linkQuery, _ := strings.Cut(link, "?")
 	switch {
 	case err != nil:
-		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, r.linkText(link))
 	case u.Scheme != base.Scheme || u.Host != base.Host || u.User != nil || u.Opaque != "":
-		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, r.linkText(link))
 	case !underPath(u.Path, base.Path):
-		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, r.linkText(link))
 	case u.EscapedPath() != basePath+linkPath || u.RawQuery != linkQuery:
-		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, r.linkText(link))
 	}
 	return nil
 }
@@ -176,13 +176,4 @@ func underPath(p, base string) bool {
 	}
 	rest, ok := strings.CutPrefix(p, base)
 	return ok && (rest == "" || rest[0] == '/')
-}
-
-// linkForError names a link in an error by its path alone, quoted and
-// bounded: the query holds the page token, which has no place in errors
-// and logs.
-func linkForError(link string) string {
-	p, _, _ := strings.Cut(link, "?")
-	p, _, _ = strings.Cut(p, "#")
-	return fmt.Sprintf("%.80q", p)
 }

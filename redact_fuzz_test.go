@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	engine "github.com/serviceconnect/management/internal/redact"
 )
 
 // FuzzRedaction embeds a credential (the client secret, the Basic
@@ -23,11 +25,18 @@ import (
 // message, the OAuth error and description, a kept body (also cut at its
 // limit), every kept header, a transport error. No output may hold it:
 // Error(), the error's fields and headers, the log records, the Observer's
-// hook arguments. Its seeds (testdata/fuzz/FuzzRedaction) run in every
-// go test.
+// hook arguments. The redactor's steps stay within the bound of its
+// engine (StepsPerByte × len(text) × forms), for the text as it is and cut.
+// Its seeds (testdata/fuzz/FuzzRedaction) run in every go test.
 func FuzzRedaction(f *testing.F) {
 	f.Add("k3yM4terial", uint8(0), uint8(0), uint16(3), "plain filler text")
 	f.Add("s+cr/t=value", uint8(1), uint8(1), uint16(0), "")
+	// Credentials and fillers of escape characters, the text an attacker
+	// who chooses the End User token makes the service quote.
+	f.Add(strings.Repeat(`\`, 64), uint8(5), uint8(9), uint16(7), strings.Repeat(`\`, 200))
+	f.Add(strings.Repeat("%25", 20), uint8(3), uint8(8), uint16(1), strings.Repeat("%25", 100)+"%2")
+	f.Add(strings.Repeat("&amp;", 12), uint8(6), uint8(12), uint16(40), strings.Repeat("&amp;amp;", 50))
+	f.Add(strings.Repeat(`\%&+`, 16), uint8(4), uint8(11), uint16(99), strings.Repeat(`\u0026#x5c;%5C\\&#92;+%2B`, 20))
 	f.Fuzz(func(t *testing.T, material string, which, encoding uint8, offset uint16, filler string) {
 		creds := fuzzCredentials(material)
 		secret := creds[which%uint8(len(creds))]
@@ -35,6 +44,12 @@ func FuzzRedaction(f *testing.F) {
 		echo := enc.encode(secret)
 		at := int(offset) % (len(filler) + 1)
 		text := filler[:at] + echo + filler[at:]
+		r := newRedactor(creds...)
+		for _, cut := range []bool{false, true} {
+			if _, steps := r.engine.Redact(text, cut); steps > engine.StepsPerByte*max(len(text), 1)*r.engine.Forms() {
+				t.Fatalf("%d steps for %d bytes and %d forms: more than %d per byte and form", steps, len(text), r.engine.Forms(), engine.StepsPerByte)
+			}
+		}
 		for _, out := range fuzzOutputs(t, creds, int(which)%len(creds), text) {
 			if strings.Contains(out, secret) || strings.Contains(out, echo) {
 				t.Fatalf("credential %q, encoded %s as %q, survives in:\n%s", secret, enc.name, echo, out)
@@ -44,10 +59,11 @@ func FuzzRedaction(f *testing.F) {
 }
 
 // fuzzCredentials derives the four credentials from material: each at least
-// 8 bytes of a token's alphabet, marked so that no text of the SDK's own
-// holds one.
+// 8 bytes of a token's alphabet and of the characters that start escapes
+// (an End User token is the attacker's choice), marked so that no text of
+// the SDK's own holds one.
 func fuzzCredentials(material string) []string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/="
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=\\%&"
 	var b strings.Builder
 	for i := range len(material) {
 		b.WriteByte(alphabet[int(material[i])%len(alphabet)])
