@@ -545,6 +545,11 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	if err == nil {
 		return nil
 	}
+	if req.secret && notJSON(err) {
+		// The body is withheld, so the error cannot show it: say that the
+		// answer was not JSON at all, which no answer of the route is.
+		err = &notJSONError{err}
+	}
 	r := c.redactor(req, req.carried)
 	e := &DecodeError{
 		Method: req.method, Path: req.path, StatusCode: resp.StatusCode,
@@ -579,7 +584,7 @@ func decodeJSON(r io.Reader, out any) error {
 			if _, ok := out.(*emptyAnswer); ok {
 				return nil
 			}
-			return errors.New("empty body")
+			return errEmptyBody
 		}
 		return err
 	}
@@ -592,6 +597,33 @@ func decodeJSON(r io.Reader, out any) error {
 	}
 	return nil
 }
+
+// errEmptyBody is decodeJSON's error for a body with no JSON value.
+var errEmptyBody = errors.New("empty body")
+
+// notJSON reports whether err says that a body was not JSON at all: empty,
+// or not starting like a JSON value.
+func notJSON(err error) bool {
+	var syntax *json.SyntaxError
+	return err == errEmptyBody || errors.As(err, &syntax)
+}
+
+// notJSONError is the decoding error of a body that was withheld and was
+// not JSON at all: no answer of the API, so the answer of something else
+// where Config.BaseURL points (see DecodeError.Is). Its text is err's.
+type notJSONError struct{ err error }
+
+func (e *notJSONError) Error() string { return e.err.Error() }
+
+// Unwrap returns the decoder's error.
+func (e *notJSONError) Unwrap() error { return e.err }
+
+// Is reports whether target is errNotJSON; the redacted copy of the
+// error (redactedError) answers it too.
+func (e *notJSONError) Is(target error) bool { return target == errNotJSON }
+
+// errNotJSON is matched by a notJSONError.
+var errNotJSON = errors.New("not JSON")
 
 // maxDecodeErrorBody bounds DecodeError.Body, and maxContentType
 // DecodeError.ContentType: enough to recognise the answer.

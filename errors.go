@@ -264,7 +264,7 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
 	}
 	writeWithheld(&b, e.Body, e.BodyLength, e.ContentType)
-	if e.htmlPage() {
+	if e.elsewhere() {
 		b.WriteString("; check Config.BaseURL and Config.PathPrefix")
 	}
 	return b.String()
@@ -273,22 +273,23 @@ func (e *DecodeError) Error() string {
 // Unwrap returns the decoding or reading error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// Is reports whether e stands for ErrMisconfigured: an HTML page answered
-// where the API answers JSON, as a website does at a wrong Config.BaseURL.
-func (e *DecodeError) Is(target error) bool { return target == ErrMisconfigured && e.htmlPage() }
+// Is reports whether e stands for ErrMisconfigured: an answer that no
+// route of the API gives, as a website or a proxy answers at a wrong
+// Config.BaseURL (see elsewhere).
+func (e *DecodeError) Is(target error) bool { return target == ErrMisconfigured && e.elsewhere() }
 
-// htmlPage reports whether the answer was an HTML page, by its
-// Content-Type, or without one by the start of its body.
-func (e *DecodeError) htmlPage() bool {
+// elsewhere reports whether the answer came from something other than the
+// API: an HTML page, by its Content-Type or, whatever the label, by the
+// start of its body; or, on the routes whose bodies are withheld (the
+// token and authenticate endpoints), a body that was not JSON at all.
+func (e *DecodeError) elsewhere() bool {
 	media, _, _ := strings.Cut(e.ContentType, ";")
 	switch strings.ToLower(strings.TrimSpace(media)) {
 	case "text/html", "application/xhtml+xml":
 		return true
-	case "", "text/plain":
-		body := strings.TrimSpace(string(e.Body))
-		return strings.HasPrefix(body, "<!") || strings.HasPrefix(strings.ToLower(body), "<html")
 	}
-	return false
+	body := strings.ToLower(strings.TrimSpace(string(e.Body)))
+	return strings.HasPrefix(body, "<!") || strings.HasPrefix(body, "<html") || errors.Is(e.Err, errNotJSON)
 }
 
 // TransportError reports a request that got no usable HTTP answer: the
