@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,6 +85,9 @@ func newServer(opts []Option, closed chan struct{}) *Server {
 	}
 	if o.clientID == "" {
 		o.clientID, o.clientSecret = "client-"+rand.Text(), rand.Text()
+	}
+	if o.mgmtToken != "" && slices.Contains(o.endUserTokens, o.mgmtToken) {
+		panic(fmt.Sprintf("managementtest: the token %q is both the management token and an End User token", o.mgmtToken))
 	}
 	s := &Server{ClientID: o.clientID, ClientSecret: o.clientSecret, closed: closed}
 	s.service.init(o, closed)
