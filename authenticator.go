@@ -213,7 +213,7 @@ func (a *Authenticator) Format(f fmt.State, verb rune) { formatRedacted(f, verb,
 func (a *Authenticator) LogValue() slog.Value {
 	attrs := make([]slog.Attr, 0, 8)
 	if a.Client != nil {
-		attrs = append(attrs, slog.Group("client", slog.String("base_url", a.Client.baseURL)))
+		attrs = append(attrs, slog.Any("client", a.Client))
 	}
 	if a.CacheTTL < 0 {
 		attrs = append(attrs, slog.String("cache_ttl", "off"))

@@ -146,6 +146,11 @@ func (c *Client) GoString() string { return c.String() }
 // Format describes c without its credentials or tokens, whatever the verb.
 func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
 
+// LogValue describes c to log/slog as String does: its base URL.
+func (c *Client) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("base_url", c.baseURL))
+}
+
 // The request path. Every call of the API reads top to bottom, in this file:
 //
 //	UsersService.Get (users.go)  checks the id (path.go), builds the request: newRequest

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +185,41 @@ func TestShortEndUserTokensAreJudgedAndRelayed(t *testing.T) {
 	if diff := cmp.Diff(want, got); code != 401 || diff != "" {
 		t.Errorf("a revoked short token: %d, body (-want +got):\n%s", code, diff)
 	}
+}
+
+// A Server prints as its String whatever the verb, %d and %t too: never
+// its secret or the tokens it issued, and without reading its state while
+// it serves (go test -race).
+func TestServerFormatsAsItsString(t *testing.T) {
+	srv := managementtest.NewServer(managementtest.WithCredentials("ci-print", "secret-never-printed"), managementtest.WithManagementToken("tok-never-printed"))
+	defer srv.Close()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	c := srv.Client()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				_, _ = c.Users.Get(context.Background(), "u-1")
+			}
+		}
+	})
+	want := `managementtest.Server{URL:"` + srv.URL + `"}`
+	for _, verb := range "vsqdtxXobeEfFgGcU" {
+		for _, flags := range []string{"", "+", "#", "-", " ", "0"} {
+			format := "%" + flags + string(verb)
+			got := fmt.Sprintf(format, srv)
+			switch {
+			case strings.Contains(got, "never-printed"):
+				t.Errorf("%s shows a credential: %s", format, got)
+			case verb == 'q' && got != strconv.Quote(want), verb != 'q' && got != want:
+				t.Errorf("%s = %q, want %q", format, got, want)
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
 }
