@@ -597,3 +597,28 @@ func TestListReservesThePreviousPageSize(t *testing.T) {
 		}
 	}
 }
+
+// A link or an id whose percent-escapes are nested deeper than any chain
+// of servers decodes is refused, after maxDecodings rounds: checking it as
+// often as it decodes took time quadratic in its length (a megabyte of
+// "%2525...": a service's link or an id an End User chose).
+func TestDeeplyNestedEscapesAreRefused(t *testing.T) {
+	c, _ := setup(t)
+	nested := func(levels int) string { return "%" + strings.Repeat("25", levels-1) + "2e" }
+	for _, levels := range []int{maxDecodings + 1, 20_000} {
+		err := c.checkPageLink(usersPath+"/"+nested(levels)+"x?page=2", newRedactor())
+		if !errors.Is(err, ErrInvalidPageLink) || !strings.Contains(err.Error(), "nested more than") {
+			t.Errorf("a link nested %d deep: %v; want it refused as nested too deep", levels, err)
+		}
+		if _, err := c.Things.Get(t.Context(), nested(levels)+"x"); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("an id nested %d deep: %v; want ErrInvalidArgument", levels, err)
+		}
+	}
+	// Up to maxDecodings, each decoding is checked, and a harmless id goes through.
+	if err := c.checkPageLink(usersPath+"/"+nested(maxDecodings)+"x?page=2", newRedactor()); err != nil {
+		t.Errorf("a link nested %d deep: %v", maxDecodings, err)
+	}
+	if err := c.checkPageLink(usersPath+"/"+nested(maxDecodings)+"?page=2", newRedactor()); !errors.Is(err, ErrInvalidPageLink) {
+		t.Errorf("a dot segment nested %d deep: %v; want it refused", maxDecodings, err)
+	}
+}

@@ -1,6 +1,7 @@
 package management
 
 import (
+	"fmt"
 	"iter"
 	"net/url"
 	"strconv"
@@ -20,7 +21,8 @@ import (
 // servlet container drops the ";x" path parameter), and any identifier that
 // holds such a part between slashes or backslashes, as given or
 // percent-decoded, since some proxies decode %2F before they resolve dot
-// segments (see dotSegment and decodings).
+// segments (see dotSegment and decodings), and any identifier whose
+// escapes are nested deeper than maxDecodings.
 func pathSegment(name, id string) (string, error) {
 	if strings.TrimSpace(id) == "" {
 		// Only white space is no identifier: the service would answer 404
@@ -35,8 +37,12 @@ func pathSegment(name, id string) (string, error) {
 
 // dotIdentifier reports whether a server could read a part of the path
 // segment that carries id as "." or "..". The server sees id once it has
-// decoded the segment, so id itself is the first form checked.
+// decoded the segment, so id itself is the first form checked. An id whose
+// escapes are nested deeper than maxDecodings could be too.
 func dotIdentifier(id string) bool {
+	if nestedTooDeep(id) {
+		return true
+	}
 	for form := range decodings(id) {
 		if dotSegment(form) {
 			return true
@@ -102,6 +108,9 @@ func linkProblem(link string) string {
 	}
 	// Checked decoded too, as often as it decodes: a proxy and a server may
 	// each decode %2e, %2f, %3b and %5c before they resolve dot segments.
+	if nestedTooDeep(p) {
+		return fmt.Sprintf("holds percent-escapes nested more than %d deep", maxDecodings)
+	}
 	for form := range decodings(p) {
 		switch {
 		case strings.Contains(form, `\`):
@@ -129,13 +138,19 @@ func dotSegment(p string) bool {
 
 func isPathSeparator(r rune) bool { return r == '/' || r == '\\' }
 
+// maxDecodings is how many times over a path or an id is decoded to be
+// checked: more than any chain of proxies and servers decodes. A text whose
+// escapes are nested deeper is refused (nestedTooDeep): checking it as
+// often as it decodes would take time quadratic in its length.
+const maxDecodings = 4
+
 // decodings yields s, then s percent-decoded once, twice, and so on until
-// nothing is left to decode: "%252e" yields "%252e", "%2e" and ".". Each
-// round decodes the valid escapes and keeps the others, as a lenient server
-// would. It ends, as each round that changes s makes it shorter.
+// nothing is left to decode, at most maxDecodings times: "%252e" yields
+// "%252e", "%2e" and ".". Each round decodes the valid escapes and keeps
+// the others, as a lenient server would.
 func decodings(s string) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		for {
+		for range maxDecodings {
 			if !yield(s) {
 				return
 			}
@@ -145,7 +160,16 @@ func decodings(s string) iter.Seq[string] {
 			}
 			s = next
 		}
+		yield(s)
 	}
+}
+
+// nestedTooDeep reports whether s still decodes after maxDecodings rounds.
+func nestedTooDeep(s string) bool {
+	for range maxDecodings {
+		s = lenientUnescape(s)
+	}
+	return lenientUnescape(s) != s
 }
 
 // lenientUnescape decodes every valid %XX escape of s and keeps the rest.
