@@ -187,6 +187,10 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 			if holds&k == 0 {
 				break // nothing to decode: the reading would be the last one
 			}
+			if out == nil {
+				// A reading is never longer than the text: one allocation each.
+				out, maps[0], maps[1] = make([]byte, 0, len(s)), make([]int32, 0, len(s)), make([]int32, 0, len(s))
+			}
 			var changed bool
 			st.escapes = st.escapes[:0]
 			out, maps[d%2], holds, changed = st.decode(text, from, k, out[:0], maps[d%2][:0])

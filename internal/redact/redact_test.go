@@ -292,3 +292,23 @@ func TestEchoStartingInsideAnEscape(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlain is the time per byte of redacting a service's ordinary
+// answer: JSON without escapes, and with a few.
+func BenchmarkPlain(b *testing.B) {
+	r := New("client-secret-value", "client-id:client-secret-value", "mgmt-token-value-1", "Bearer mgmt-token-value-1", "Bearer eu-token-value-1", "eu-token-value-1")
+	for name, unit := range map[string]string{
+		"ascii":   `{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"User u-9 was not found"} `,
+		"escapes": `{"reason":"COMMON.REQUEST_VALIDATION","error_message":"page \u003c1\u003e of /users?x=a%20b&amp;c"} `,
+	} {
+		text := strings.Repeat(unit, 4096/len(unit)+1)[:4096]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Text(text)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(text)), "ns/byte")
+		})
+	}
+}
