@@ -5,17 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 
 	engine "github.com/serviceconnect/management/internal/redact"
+	"github.com/serviceconnect/management/internal/redact/echotest"
 )
 
 // FuzzRedaction embeds a credential (the client secret, the Basic
@@ -41,7 +39,7 @@ func FuzzRedaction(f *testing.F) {
 		creds := fuzzCredentials(material)
 		secret := creds[which%uint8(len(creds))]
 		enc := fuzzEncodings[int(encoding)%len(fuzzEncodings)]
-		echo := enc.encode(secret)
+		echo := enc.Encode(secret)
 		at := int(offset) % (len(filler) + 1)
 		text := filler[:at] + echo + filler[at:]
 		r := newRedactor(creds...)
@@ -52,7 +50,7 @@ func FuzzRedaction(f *testing.F) {
 		}
 		for _, out := range fuzzOutputs(t, creds, int(which)%len(creds), text) {
 			if strings.Contains(out, secret) || strings.Contains(out, echo) {
-				t.Fatalf("credential %q, encoded %s as %q, survives in:\n%s", secret, enc.name, echo, out)
+				t.Fatalf("credential %q, encoded %s as %q, survives in:\n%s", secret, enc.Name, echo, out)
 			}
 		}
 	})
@@ -81,42 +79,7 @@ func fuzzCredentials(material string) []string {
 const fuzzID = "fuzz-client"
 
 // fuzzEncodings are the spellings of an echo.
-var fuzzEncodings = []struct {
-	name   string
-	encode func(string) string
-}{
-	{"raw", func(s string) string { return s }},
-	{"base64", func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 unpadded", func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe", func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe unpadded", func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }},
-	{"query escape", url.QueryEscape},
-	{"path escape", url.PathEscape},
-	{"percent lower case", func(s string) string { return strings.ToLower(percentAll(s)) }},
-	{"percent upper case", percentAll},
-	{"JSON", func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) }},
-	{"JSON escaped slash", func(s string) string {
-		b, _ := json.Marshal(s)
-		return strings.ReplaceAll(string(b[1:len(b)-1]), "/", `\/`)
-	}},
-	{"JSON \\u", func(s string) string {
-		var b strings.Builder
-		for _, r := range s {
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-		return b.String()
-	}},
-	{"HTML escape", html.EscapeString},
-	{"HTML decimal entities", func(s string) string {
-		var b strings.Builder
-		for i := range len(s) {
-			fmt.Fprintf(&b, "&#%d;", s[i])
-		}
-		return b.String()
-	}},
-	{"HTML hex entities", htmlAll},
-	{"quoted", strconv.Quote},
-}
+var fuzzEncodings = echotest.Encodings
 
 // fuzzOutputs makes the Client meet text in every outside field of the
 // answers to the calls that carry creds[which] (each redactor is bound to

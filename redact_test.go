@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/serviceconnect/management/internal/redact/echotest"
 )
 
 // Echoes of credentials by a real HTTP server: every text that came from
@@ -122,21 +123,10 @@ func xechoes(s string) string {
 		js, url.QueryEscape(s), strings.ToLower(percentAll(s)), htmlAll(s), html.EscapeString(`"` + s + `"`)}, " | ")
 }
 
-func percentAll(s string) string {
-	var b strings.Builder
-	for i := range len(s) {
-		fmt.Fprintf(&b, "%%%02X", s[i])
-	}
-	return b.String()
-}
+var percentAll = echotest.PercentAll
 
-func htmlAll(s string) string {
-	var b strings.Builder
-	for i := range len(s) {
-		fmt.Fprintf(&b, "&#x%x;", s[i])
-	}
-	return b.String()
-}
+// htmlAll writes every character of s as a hexadecimal character reference.
+func htmlAll(s string) string { return echotest.References(s, "&#x%x;") }
 
 func TestEchoesOfCredentialsAreRedacted(t *testing.T) {
 	get := func(c *Client) error { _, err := c.Users.Get(context.Background(), "u-1"); return err }

@@ -33,7 +33,7 @@ func (st *search) decode(text string, from []int32, k kind, out []byte, start []
 		case n == 0: // not an escape: the byte as it is
 			v[0], nv, n = text[i], 1, 1
 		case n > 1:
-			st.escapes = append(st.escapes, int32(len(out)))
+			st.escapes = append(st.escapes, escape{out: int32(len(out)), in: int32(i), end: int32(i + n)})
 			fallthrough
 		default:
 			changed = true

@@ -193,16 +193,12 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 			}
 			var changed bool
 			st.escapes = st.escapes[:0]
+			st.input, st.inputFrom = text, from
 			out, maps[d%2], holds, changed = st.decode(text, from, k, out[:0], maps[d%2][:0])
 			if !changed {
 				break
 			}
 			text, from = string(out), maps[d%2]
-			if d > 0 {
-				// An escape of this reading is one of the text's only
-				// through the readings before: no echo starts inside it.
-				st.escapes = st.escapes[:0]
-			}
 			if st.seen(text) {
 				continue
 			}
@@ -214,14 +210,19 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 
 // search is one text being redacted.
 type search struct {
-	forms   []form
-	s       string // the text
-	cut     bool
-	steps   int
-	delta   []int32             // nil until a span is found: +1 where one starts, -1 where it ends
-	escapes []int32             // the bytes of a reading of the text that start a decoded escape
-	hashes  [maxReadings]uint64 // of the decoded readings searched
-	nhashes int
+	forms []form
+	s     string // the text
+	cut   bool
+	steps int
+	delta []int32 // nil until a span is found: +1 where one starts, -1 where it ends
+	// The decoded escapes of the reading searched, in order, and the text
+	// it was decoded from (a reading of the one before, or st.s) with its
+	// map to st.s: an echo may start inside one of them.
+	escapes   []escape
+	input     string
+	inputFrom []int32
+	hashes    [maxReadings]uint64 // of the decoded readings searched
+	nhashes   int
 }
 
 // seed hashes readings, to tell one already searched.
@@ -304,16 +305,16 @@ func (st *search) find(text string, from []int32, f *form) {
 	}{}
 	escapes := st.escapes
 	for i := 0; i < len(text); {
-		if len(escapes) > 0 && int(escapes[0]) == i {
-			escapes = escapes[1:]
+		if len(escapes) > 0 && int(escapes[0].out) == i {
 			if b.q == 0 {
-				b.q, b.start, b.from = st.straddle(text, from, i, f)
+				b.q, b.start, b.from = st.straddle(text, from, escapes[0], f)
 			}
+			escapes = escapes[1:]
 		}
 		if q == 0 && b.q == 0 {
 			next := len(text)
 			if len(escapes) > 0 {
-				next = int(escapes[0])
+				next = int(escapes[0].out)
 			}
 			j := strings.IndexByte(text[i:next], s[0])
 			if j < 0 {
@@ -334,7 +335,7 @@ func (st *search) find(text string, from []int32, f *form) {
 		if b.q > 0 && i >= b.from {
 			st.steps++
 			if b.q = st.step(f, b.q, c); b.q == len(s) {
-				if !(f.short && (alnum(st.s[b.start-1]) || (i+1 < len(text) && alnum(text[i+1])))) {
+				if !(f.short && ((b.start > 0 && alnum(st.s[b.start-1])) || (i+1 < len(text) && alnum(text[i+1])))) {
 					st.span(b.start, st.end(text, from, i+1))
 				}
 				b.q = 0
@@ -356,26 +357,30 @@ func (st *search) step(f *form, q int, c byte) int {
 	return q
 }
 
-// straddle reads the characters after the first of the escape that gave
-// byte i of text as they are: it returns the state of f they leave, where
-// in st.s its start is, and the first byte of text after the escape.
-func (st *search) straddle(text string, from []int32, i int, f *form) (q, start, next int) {
-	next = i + 1
-	for next < len(text) && from[next] == from[i] {
+// escape is a decoded escape of a reading: its first byte in the
+// reading, and where it was in the text the reading was decoded from.
+type escape struct{ out, in, end int32 }
+
+// straddle reads the characters of escape e after its first, as they
+// stand in the text the reading was decoded from: it returns the state of
+// f they leave, where in st.s the part of them f starts with begins, and
+// the first byte of text after the escape.
+func (st *search) straddle(text string, from []int32, e escape, f *form) (q, start, next int) {
+	next = int(e.out) + 1
+	for next < len(text) && from[next] == from[e.out] {
 		next++
 		st.steps++
 	}
-	a, z := int(from[i]), len(st.s)
-	if next < len(text) {
-		z = int(from[next])
-	}
-	for k := a + 1; k < z; k++ {
+	for k := e.in + 1; k < e.end; k++ {
 		st.steps++
-		if q = st.step(f, q, st.s[k]); q == len(f.s) {
-			q = int(f.fail[q-1]) // whole in the escape: the text as written has it
+		if q = st.step(f, q, st.input[k]); q == len(f.s) {
+			q = int(f.fail[q-1]) // whole in the escape: the text before has it
 		}
 	}
-	return q, z - q, next
+	if q > 0 {
+		start = orig(st.inputFrom, int(e.end)-q)
+	}
+	return q, start, next
 }
 
 // match adds the span of the occurrence text[a:b] of a form.

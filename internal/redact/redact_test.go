@@ -2,99 +2,38 @@ package redact
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"html"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf16"
+
+	"github.com/serviceconnect/management/internal/redact/echotest"
 )
 
 const token = "mgmt-token+/=1"
 
 // encodings are the spellings of an echo that each must be found in.
-var encodings = []struct {
-	name   string
-	encode func(string) string
-}{
-	{"raw", func(s string) string { return s }},
-	{"base64", func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 unpadded", func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe", func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe unpadded", func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }},
-	{"JSON", jsonString},
-	{"JSON \\u", jsonAll},
-	{"HTML", html.EscapeString},
-	{"HTML decimal", func(s string) string { return references(s, "&#%d;") }},
-	{"HTML hex", func(s string) string { return references(s, "&#x%X;") }},
-	{"HTML named", func(s string) string {
-		return strings.NewReplacer("-", "-", "+", "&plus;", "/", "&sol;", "=", "&equals;").Replace(s)
-	}},
-	{"query escape", url.QueryEscape},
-	{"path escape", url.PathEscape},
-	{"percent upper case", percentAll},
-	{"percent lower case", func(s string) string { return strings.ToLower(percentAll(s)) }},
-	{"quoted", strconv.Quote},
-	// Escapes applied twice, and one escaping inside another.
-	{"percent twice", func(s string) string { return url.QueryEscape(url.QueryEscape(s)) }},
-	{"percent of percent", func(s string) string { return strings.ReplaceAll(percentAll(s), "%", "%25") }},
-	{"percent three times", func(s string) string {
-		return strings.ReplaceAll(strings.ReplaceAll(percentAll(s), "%", "%25"), "%", "%25")
-	}},
-	{"HTML in JSON", func(s string) string { return jsonAll(references(s, "&#x%X;")) }},
-	{"HTML twice", func(s string) string { return html.EscapeString(references(s, "&#x%X;")) }},
-	{"percent in HTML", func(s string) string { return references(percentAll(s), "&#%d;") }},
-	{"percent in JSON", func(s string) string { return jsonAll(percentAll(s)) }},
-	{"JSON in JSON", func(s string) string { return jsonString(jsonAll(s)) }},
-	{"base64 in percent", func(s string) string { return url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(s))) }},
-}
+var encodings = append(append([]echotest.Encoding(nil), echotest.Encodings...), echotest.Twice...)
 
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b[1 : len(b)-1])
-}
-
-// jsonAll writes every character of s as a JSON \u escape (a pair of them
-// beyond the Basic Multilingual Plane).
-func jsonAll(s string) string {
-	var b strings.Builder
-	for _, u := range utf16.Encode([]rune(s)) {
-		fmt.Fprintf(&b, `\u%04x`, u)
-	}
-	return b.String()
-}
-
-// references writes every character of s as a numeric character reference.
-func references(s, format string) string {
-	var b strings.Builder
-	for _, r := range s {
-		fmt.Fprintf(&b, format, r)
-	}
-	return b.String()
-}
-
-func percentAll(s string) string {
-	var b strings.Builder
-	for i := range len(s) {
-		fmt.Fprintf(&b, "%%%02X", s[i])
-	}
-	return b.String()
-}
+var (
+	jsonString = echotest.JSON
+	jsonAll    = echotest.JSONAll
+	references = echotest.References
+	percentAll = echotest.PercentAll
+)
 
 func TestEveryEncodingIsRedacted(t *testing.T) {
 	for _, cred := range []string{token, "Bearer " + token, `back\slash%25&amp;"quote"`, "s3cr3t wïth ünïcode 😀"} {
 		r := New(cred)
 		for _, enc := range encodings {
-			echo := enc.encode(cred)
+			echo := enc.Encode(cred)
 			text := "before " + echo + " after"
 			got := r.Text(text)
 			if want := "before " + Marker + " after"; got != want && !(strings.HasPrefix(got, "before ") && strings.HasSuffix(got, " after") && strings.Contains(got, Marker)) {
-				t.Errorf("%q, %s: %q became %q; want %q", cred, enc.name, text, got, want)
+				t.Errorf("%q, %s: %q became %q; want %q", cred, enc.Name, text, got, want)
 			}
 			if strings.Contains(got, echo) {
-				t.Errorf("%q, %s: the echo %q survives in %q", cred, enc.name, echo, got)
+				t.Errorf("%q, %s: the echo %q survives in %q", cred, enc.Name, echo, got)
 			}
 		}
 	}
