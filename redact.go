@@ -118,6 +118,19 @@ func (r *redactor) kept(s string, n int, cut bool) string {
 	return out[:n]
 }
 
+// word is text for a reason, a code or a role: one of the words the spec
+// documents there is kept as it is, even where a short credential is a
+// part of it, so that errors still match their sentinels.
+func (r *redactor) word(s string) string {
+	switch strings.ToUpper(s) {
+	case ReasonUnauthorized, ReasonRequestValidation, ReasonEntityNotFound, "AUTH.FORBIDDEN",
+		"INVALID_CLIENT", "UNSUPPORTED_GRANT_TYPE", "INVALID_REQUEST", "INVALID_GRANT", "UNAUTHORIZED_CLIENT", "INVALID_SCOPE",
+		string(RoleAppUser), string(RoleServiceAccount):
+		return s
+	}
+	return r.text(s)
+}
+
 // linkText names a next_page link in an error: its path alone (the query
 // holds the page token), redacted whole, then quoted and cut.
 func (r *redactor) linkText(link string) string {
@@ -129,9 +142,9 @@ func (r *redactor) linkText(link string) string {
 // verdict redacts what Authenticate hands back from the service: the role
 // and the texts of the ClientResponse to relay.
 func (r *redactor) verdict(auth *EndUserAuthentication) {
-	auth.Role = Role(r.text(string(auth.Role)))
+	auth.Role = Role(r.word(string(auth.Role)))
 	if cr := auth.ClientResponse; cr != nil {
-		cr.HTTPBody.Reason = r.text(cr.HTTPBody.Reason)
+		cr.HTTPBody.Reason = r.word(cr.HTTPBody.Reason)
 		cr.HTTPBody.ErrorMessage = r.text(cr.HTTPBody.ErrorMessage)
 	}
 }
@@ -284,12 +297,12 @@ func (r *redactor) error(err error) error {
 		return nil
 	case *APIError:
 		out := *e
-		out.Reason, out.Message = r.text(e.Reason), r.text(e.Message)
+		out.Reason, out.Message = r.word(e.Reason), r.text(e.Message)
 		out.Header, out.RequestID = r.header(e.Header), r.requestID(e.RequestID)
 		return &out
 	case *TokenError:
 		out := *e
-		out.Code, out.Description = r.text(e.Code), r.text(e.Description)
+		out.Code, out.Description = r.word(e.Code), r.text(e.Description)
 		out.Header, out.RequestID = r.header(e.Header), r.requestID(e.RequestID)
 		return &out
 	case *DecodeError:

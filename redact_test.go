@@ -370,3 +370,22 @@ func TestRedactedCauseStillMatches(t *testing.T) {
 		t.Errorf("err = %v; want context.DeadlineExceeded matched, the token gone", err)
 	}
 }
+
+// A documented reason, code or role is kept as it is, even where a short
+// credential is one of its words: errors still match their sentinels.
+func TestDocumentedWordsAreKept(t *testing.T) {
+	r := newRedactor("Bearer COMMON", "COMMON", "invalid")
+	e := r.error(&APIError{StatusCode: 404, Reason: ReasonEntityNotFound, Message: "COMMON thing not found"}).(*APIError)
+	if e.Reason != ReasonEntityNotFound || e.Message != "REDACTED thing not found" || !errors.Is(e, ErrNotFound) {
+		t.Errorf("redacted = %+v; want the reason kept, the message redacted", e)
+	}
+	te := r.error(&TokenError{StatusCode: 401, Code: "invalid_client", Description: "invalid secret"}).(*TokenError)
+	if te.Code != "invalid_client" || te.Description != "REDACTED secret" || !errors.Is(te, ErrInvalidClient) {
+		t.Errorf("redacted = %+v; want the code kept", te)
+	}
+	auth := &EndUserAuthentication{Role: "SERVICE_ACCOUNT", ClientResponse: &ClientResponse{HTTPBody: ClientErrorBody{Reason: "auth.unauthorized", ErrorMessage: "invalid token"}}}
+	newRedactor("SERVICE", "unauthorized").verdict(auth)
+	if auth.Role != RoleServiceAccount || auth.ClientResponse.HTTPBody.Reason != "auth.unauthorized" {
+		t.Errorf("verdict = %+v, %+v; want the role and reason kept", auth, auth.ClientResponse)
+	}
+}
