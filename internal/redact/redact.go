@@ -19,6 +19,13 @@
 // earlier one already had is not searched again. A Redactor counts its
 // steps (the bytes it examines over all readings and forms), and they
 // never exceed StepsPerByte × len(text) × Forms().
+//
+// An echo may start inside an escape, when the text before it ends with an
+// escape character that reads as one with the echo's first characters
+// ("100%" before "C5..." reads "%C5"): a second search starts in each
+// escape a reading decodes. What this cannot find is an echo encoded twice
+// whose first characters were taken that way by the first decoding: a text
+// that malformed is not one a service writes.
 package redact
 
 import (
