@@ -45,9 +45,11 @@ const Marker = "REDACTED"
 const MinLen = 8
 
 // maxFormLen bounds a form: a longer credential is searched for by its
-// first maxFormLen bytes, and its base64 forms by the encoding of its first
-// maxFormLen/4*3 bytes, which is the start of the whole one's. The SDK's
-// texts are shorter than that, so a form longer could only be found cut.
+// first maxFormLen bytes, and what follows them in the text is redacted
+// with them as far as it goes on like the credential; its base64 forms are
+// searched for by the encoding of its first maxFormLen/4*3 bytes, which is
+// the start of the whole one's, and redacted that far. (The SDK's texts are
+// shorter than that: a longer form could only be found cut.)
 const maxFormLen = 4096
 
 // maxDepth is how many times over a family of escapes decodes a text.
@@ -92,8 +94,9 @@ const maxReadings = 1 + 4*1 + 2*maxDepth
 // form's search examines each byte at most twice (KMP falls back at most
 // as often as it advances), and as often again at the end of a cut text;
 // the search that starts inside an escape examines each byte at most twice
-// more, and at each escape its characters (at most maxEscape) twice.
-const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 + 4 + (4 + maxEscape))
+// more, and at each escape its characters (at most maxEscape) twice; and a
+// long form's rest is compared with each byte at most once.
+const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 + 4 + (4 + maxEscape) + 1)
 
 // A Redactor replaces credentials in texts. It is safe for concurrent use.
 type Redactor struct {
@@ -103,6 +106,7 @@ type Redactor struct {
 // form is one spelling of a credential, with its KMP failure function.
 type form struct {
 	s     string
+	rest  string  // what follows s in a credential longer than maxFormLen
 	short bool    // shorter than MinLen: found between non-alphanumeric neighbours only
 	fail  []int32 // fail[q] is the length of the longest proper border of s[:q+1]
 }
@@ -131,24 +135,24 @@ func (r *Redactor) add(creds []string) {
 		if c == "" {
 			continue
 		}
+		r.addForm(c[:min(len(c), maxFormLen)], c[min(len(c), maxFormLen):])
 		b := []byte(c[:min(len(c), maxFormLen/4*3)])
 		for _, f := range [...]string{
-			c,
 			base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
 			base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
 		} {
-			r.addForm(f[:min(len(f), maxFormLen)])
+			r.addForm(f[:min(len(f), maxFormLen)], "")
 		}
 	}
 }
 
-func (r *Redactor) addForm(s string) {
+func (r *Redactor) addForm(s, rest string) {
 	for _, f := range r.forms {
-		if f.s == s {
+		if f.s == s && f.rest == rest {
 			return
 		}
 	}
-	f := form{s: s, short: len(s) < MinLen, fail: make([]int32, len(s))}
+	f := form{s: s, rest: rest, short: len(s) < MinLen, fail: make([]int32, len(s))}
 	for q, k := 1, int32(0); q < len(s); q++ {
 		for k > 0 && s[q] != s[k] {
 			k = f.fail[k-1]
@@ -306,6 +310,7 @@ func (st *search) reading(text string, from []int32) {
 // with the reading after the escape; one such search at a time.
 func (st *search) find(text string, from []int32, f *form) {
 	s, q := f.s, 0
+	ext := 0 // where the last match of a long form followed its rest to
 	b := struct {
 		q, from int // its state, and the first byte of text it reads
 		start   int // where, in st.s, its occurrence starts
@@ -336,7 +341,17 @@ func (st *search) find(text string, from []int32, f *form) {
 		st.steps++
 		q = st.step(f, q, c)
 		if q == len(s) {
-			st.match(text, from, i+1-len(s), i+1, f.short)
+			b := i + 1
+			if f.rest != "" && i+1-len(s) >= ext {
+				// Each byte is compared with the rest once: a match
+				// starting inside the last one followed is not followed.
+				for k := 0; b < len(text) && k < len(f.rest) && text[b] == f.rest[k]; k++ {
+					b++
+					st.steps++
+				}
+				ext = b
+			}
+			st.match(text, from, i+1-len(s), b, f.short)
 			q = int(f.fail[q-1])
 		}
 		if b.q > 0 && i >= b.from {

@@ -190,8 +190,11 @@ func TestLongCredentialsAreBounded(t *testing.T) {
 			t.Errorf("a form of %d bytes", len(f.s))
 		}
 	}
-	if got := r.Text("x " + long + " y"); strings.Contains(got, long[:100]) {
-		t.Errorf("the long credential survives: %.40q", got)
+	if got := r.Text("x " + long + " y"); got != "x REDACTED y" {
+		t.Errorf("the long credential is kept as %.40q; want it redacted whole", got)
+	}
+	if _, steps := r.Redact(strings.Repeat(long, 3), false); steps > StepsPerByte*3*len(long)*r.Forms() {
+		t.Errorf("%d steps for a periodic long credential", steps)
 	}
 	if got := r.Text("x " + base64.StdEncoding.EncodeToString([]byte(long)) + " y"); strings.Contains(got, base64.StdEncoding.EncodeToString([]byte(long))[:100]) {
 		t.Errorf("the long credential's base64 survives: %.40q", got)
