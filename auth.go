@@ -154,19 +154,24 @@ func (s *checkedSource) Token(ctx context.Context) (*Token, error) {
 // its TokenSource). A panic's value is redacted of them.
 func (c *Client) knownCredentials() []string {
 	creds := append([]string(nil), c.creds...)
-	var tok *Token
-	switch src := c.tokens.(type) {
-	case *tokenCache:
-		src.mu.Lock()
-		tok = src.tok
-		src.mu.Unlock()
-	case *checkedSource:
-		tok = src.last.Load()
-	}
-	if tok != nil {
+	if tok := c.currentToken(); tok != nil {
 		creds = append(creds, tok.header(), tok.AccessToken)
 	}
 	return creds
+}
+
+// currentToken is the management token c last had (cached or returned by
+// its TokenSource), nil when none.
+func (c *Client) currentToken() *Token {
+	switch src := c.tokens.(type) {
+	case *tokenCache:
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return src.tok
+	case *checkedSource:
+		return src.last.Load()
+	}
+	return nil
 }
 
 // Format names the source's type only: the source may hold credentials.
@@ -447,18 +452,19 @@ func (c *Client) requestToken(ctx context.Context, basicAuth string) (tok *Token
 	ctx, op := c.startOperation(ctx, req)
 	status := 0
 	defer func() { c.endOperation(ctx, op, req, status, err) }()
-	redact := c.redactor(req, nil).error
+	r := c.redactor(req, nil)
+	redact := r.error
 	resp, _, err := c.send(ctx, req, basic(basicAuth), ResendNone)
 	if err != nil {
 		return nil, 0, redact(err)
 	}
 	status = resp.StatusCode
-	if err := checkTokenResponse(req, resp); err != nil {
+	if err := checkTokenResponse(req, resp, r); err != nil {
 		return nil, 0, redact(err)
 	}
 	var tr *tokenResponse
 	if err := c.decode(req, resp, &tr); err != nil {
-		return nil, 0, redact(err)
+		return nil, 0, err // redacted by decode
 	}
 	received := time.Now()
 	if err := tr.check(); err != nil {
@@ -514,18 +520,19 @@ func (b basic) authorize(context.Context) (string, *Token, error) { return strin
 // *APIError, an outage that the retries could not outlast; a redirect, or
 // any other answer without it, to an error matching ErrMisconfigured: the
 // request did not reach the token endpoint. The body is never kept: it
-// could quote the credentials. It closes the body of an answer it maps.
-func checkTokenResponse(req *request, resp *http.Response) error {
+// could quote the credentials; a redirect's path is redacted by r. It
+// closes the body of an answer it maps.
+func checkTokenResponse(req *request, resp *http.Response, r *redactor) error {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
 	}
-	body := readErrorBody(resp)
+	body, _ := readErrorBody(resp)
 	var w wireError
 	_ = json.Unmarshal(body, &w)
 	header, requestID, retryAfter := answerMeta(resp.Header, time.Now())
 	switch status := resp.StatusCode; {
 	case isRedirect(status):
-		return redirectError(req, resp)
+		return redirectError(req, resp, r)
 	case w.Error != nil && *w.Error != "":
 		return &TokenError{StatusCode: status, Code: *w.Error, Description: w.ErrorDescription, Header: header, RequestID: requestID, RetryAfter: retryAfter}
 	case status == http.StatusTooManyRequests || status >= 500:

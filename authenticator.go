@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -179,6 +180,54 @@ func (a *Authenticator) init() {
 	if a.SharedStore != nil && a.Client != nil && a.Client.seal != nil {
 		a.shared = &sharedVerdicts{store: a.Client.newSharedStore(a.SharedStore, "End User verdicts"), cache: &a.verdictCache, timeout: a.timeout}
 	}
+}
+
+// String describes a by its settings, the defaults applied, and its
+// Client's base URL: never a credential, and nothing a check in flight
+// writes.
+func (a *Authenticator) String() string {
+	client := "nil"
+	if a.Client != nil {
+		client = a.Client.String()
+	}
+	ttl := "off"
+	if a.CacheTTL >= 0 {
+		ttl = orDefault(a.CacheTTL, defaultAuthCacheTTL).String()
+	}
+	budget := "none"
+	if a.MissBudget.PerSecond > 0 {
+		budget = fmt.Sprintf("{PerSecond:%g, Burst:%d}", a.MissBudget.PerSecond, max(a.MissBudget.Burst, 1))
+	}
+	return fmt.Sprintf("management.Authenticator{Client:%s, CacheTTL:%s, CacheSize:%d, MaxConcurrentChecks:%d, MissBudget:%s, Timeout:%v, ErrorHandler:%t, SharedStore:%t}",
+		client, ttl, orDefault(a.CacheSize, defaultAuthCacheSize), orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks),
+		budget, orDefault(a.Timeout, defaultAuthTimeout), a.ErrorHandler != nil, a.SharedStore != nil)
+}
+
+// GoString is String, so that %#v describes a the same way.
+func (a *Authenticator) GoString() string { return a.String() }
+
+// Format writes String whatever the verb (quoted for %q): no verb prints
+// a's fields one by one, which would read the cache while checks write it.
+func (a *Authenticator) Format(f fmt.State, verb rune) { formatRedacted(f, verb, a.String()) }
+
+// LogValue describes a to log/slog as String does.
+func (a *Authenticator) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 8)
+	if a.Client != nil {
+		attrs = append(attrs, slog.Any("client", a.Client))
+	}
+	if a.CacheTTL < 0 {
+		attrs = append(attrs, slog.String("cache_ttl", "off"))
+	} else {
+		attrs = append(attrs, slog.Duration("cache_ttl", orDefault(a.CacheTTL, defaultAuthCacheTTL)))
+	}
+	attrs = append(attrs, slog.Int("cache_size", orDefault(a.CacheSize, defaultAuthCacheSize)),
+		slog.Int("max_concurrent_checks", orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks)))
+	if a.MissBudget.PerSecond > 0 {
+		attrs = append(attrs, slog.Group("miss_budget", slog.Float64("per_second", a.MissBudget.PerSecond), slog.Int("burst", max(a.MissBudget.Burst, 1))))
+	}
+	return slog.GroupValue(append(attrs, slog.Duration("timeout", orDefault(a.Timeout, defaultAuthTimeout)),
+		slog.Bool("error_handler", a.ErrorHandler != nil), slog.Bool("shared_store", a.SharedStore != nil))...)
 }
 
 // errNoClient is Check's answer when Authenticator.Client is not set.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,6 +50,10 @@ type Client struct {
 	// secret, "id:secret" and the Basic header value; nil with a
 	// TokenSource. Every error's texts are redacted of them (redact.go).
 	creds []string
+
+	// lastRedactor is the redactor of creds and the token last used (see
+	// ownRedactor).
+	lastRedactor atomic.Pointer[keptRedactor]
 
 	// seal seals what goes into a shared store; nil without a secret to
 	// derive it from (see Config.SharedStoreKey).
@@ -141,6 +146,11 @@ func (c *Client) GoString() string { return c.String() }
 // Format describes c without its credentials or tokens, whatever the verb.
 func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String()) }
 
+// LogValue describes c to log/slog as String does: its base URL.
+func (c *Client) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("base_url", c.baseURL))
+}
+
 // The request path. Every call of the API reads top to bottom, in this file:
 //
 //	UsersService.Get (users.go)  checks the id (path.go), builds the request: newRequest
@@ -159,7 +169,7 @@ func (c *Client) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.Stri
 type request struct {
 	method string
 	url    string
-	path   string // below the prefix, escaped, without the query: names the request in logs and errors
+	path   string // below the prefix, escaped, without the query, redacted: names the request in logs and errors
 	body   []byte // JSON; nil for none. A []byte, so that a retry or replay sends it again exactly.
 	// secret is set for the requests whose answers can carry credentials
 	// (the token endpoint issues tokens; authenticate's answer is about an
@@ -198,13 +208,14 @@ func (c *Client) newRequest(method, path, query string, body []byte) *request {
 }
 
 // linkRequest builds the GET of a next_page link that checkPageLink
-// accepted: appended to the base URL as it stands.
-func (c *Client) linkRequest(link string) *request {
+// accepted: appended to the base URL as it stands. Its path came from
+// outside: the request is named by it as r redacts it.
+func (c *Client) linkRequest(link string, r *redactor) *request {
 	p, _, _ := strings.Cut(link, "?")
 	if rest, ok := strings.CutPrefix(p, c.prefix); ok && (rest == "" || rest[0] == '/') {
 		p = rest
 	}
-	return &request{method: http.MethodGet, url: c.baseURL + link, path: p}
+	return &request{method: http.MethodGet, url: c.baseURL + link, path: r.text(p)}
 }
 
 // named sets the route template of req and the raw values of its
@@ -240,11 +251,11 @@ func (c *Client) do(ctx context.Context, req *request, out any) (status int, err
 				slog.String("method", req.method), slog.String("path", req.path))
 			continue
 		}
-		if err := checkResponse(req, resp); err != nil {
-			return resp.StatusCode, c.redactor(req, used).error(err)
+		if err := c.checkResponse(req, resp, used); err != nil {
+			return resp.StatusCode, err
 		}
 		if err := c.decode(req, resp, out); err != nil {
-			return resp.StatusCode, c.redactor(req, used).error(err)
+			return resp.StatusCode, err
 		}
 		return resp.StatusCode, nil
 	}
@@ -462,7 +473,7 @@ func (c *Client) noteAnswer(ctx context.Context, req *request, tok *Token, resp 
 			r := c.redactor(req, tok) // the values come from outside
 			c.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service says this route is deprecated",
 				slog.String("method", key.method), slog.String("route", key.route),
-				slog.String("deprecation", escape(truncate(r.text(deprecation), 64))), slog.String("sunset", escape(truncate(r.text(sunset), 64))))
+				slog.String("deprecation", escape(r.kept(deprecation, 64, false))), slog.String("sunset", escape(r.kept(sunset, 64, false))))
 		}
 	}
 	if status := resp.StatusCode; status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
@@ -472,18 +483,21 @@ func (c *Client) noteAnswer(ctx context.Context, req *request, tok *Token, resp 
 	}
 }
 
-// checkResponse maps an answer that is not a 2xx to an *APIError: the
-// {reason, error_message} shape (or the token endpoint's shape, should a
-// management endpoint send it), or the start of the raw body. A redirect is
-// never followed (see withoutRedirects). It closes the body of an answer it
-// maps; 429 answers also match ErrRateLimited.
-func checkResponse(req *request, resp *http.Response) error {
+// checkResponse maps an answer that is not a 2xx, got by an attempt that
+// carried tok, to an *APIError, redacted: the {reason, error_message}
+// shape (or the token endpoint's shape, should a management endpoint send
+// it), or the start of the raw body, redacted whole (as far as it was
+// read), then cut. A redirect is never followed (see withoutRedirects). It
+// closes the body of an answer it maps; 429 answers also match
+// ErrRateLimited.
+func (c *Client) checkResponse(req *request, resp *http.Response, tok *Token) error {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
 	}
-	body := readErrorBody(resp)
+	r := c.redactor(req, tok)
+	body, cut := readErrorBody(resp)
 	if isRedirect(resp.StatusCode) {
-		return redirectError(req, resp)
+		return r.error(redirectError(req, resp, r))
 	}
 	var w wireError
 	_ = json.Unmarshal(body, &w) // a body of another shape leaves w empty
@@ -497,16 +511,19 @@ func checkResponse(req *request, resp *http.Response) error {
 	case req.secret:
 		e.BodyLength = int64(len(body))
 	default:
-		e.Body = body[:min(len(body), maxErrorBody)]
+		e.Body = r.body(body, maxErrorBody, cut)
 	}
-	return e
+	return r.error(e)
 }
 
-// readErrorBody reads the start of an error answer's body and closes it.
-func readErrorBody(resp *http.Response) []byte {
+// readErrorBody reads the start of an error answer's body, at most
+// maxErrorBodyRead bytes, and closes it. cut says that the body may go on
+// past what was read: the read stopped at the limit or failed (a
+// connection dropped in the middle of it).
+func readErrorBody(resp *http.Response) (body []byte, cut bool) {
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
-	return body
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyRead))
+	return body, err != nil || len(body) == maxErrorBodyRead
 }
 
 // wireError is either error shape of the service.
@@ -520,7 +537,8 @@ type wireError struct {
 // decode reads a 2xx body into out (nil: reads it to the end) and closes
 // it, then lets out check what it got (validate). A body that is not one
 // JSON value of out's shape, or that is larger than Config.MaxResponseBytes,
-// is a *DecodeError that says what came back.
+// is a *DecodeError that says what came back, redacted by the redactor of
+// the attempt that carried req.carried.
 func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	defer resp.Body.Close()
 	body := &req.answer
@@ -532,11 +550,18 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	if err == nil {
 		return nil
 	}
+	if req.secret && notJSON(err) {
+		// The body is withheld, so the error cannot show it: say that the
+		// answer was not JSON at all, which no answer of the route is.
+		err = &notJSONError{err}
+	}
+	r := c.redactor(req, req.carried)
 	e := &DecodeError{
 		Method: req.method, Path: req.path, StatusCode: resp.StatusCode,
-		ContentType: truncate(resp.Header.Get("Content-Type"), maxContentType),
-		Body:        body.start(),
-		Err:         err,
+		ContentType: r.kept(resp.Header.Get("Content-Type"), maxContentType, false),
+		// What the decoder read is the whole body only if it saw the end.
+		Body: r.body(body.start(), maxDecodeErrorBody, !body.ended || body.over),
+		Err:  err,
 	}
 	if req.secret {
 		// Withheld, but measured, so that the text can say what came back.
@@ -546,7 +571,7 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 			e.BodyLength = resp.ContentLength
 		}
 	}
-	return e
+	return r.error(e)
 }
 
 func decodeJSON(r io.Reader, out any) error {
@@ -564,7 +589,7 @@ func decodeJSON(r io.Reader, out any) error {
 			if _, ok := out.(*emptyAnswer); ok {
 				return nil
 			}
-			return errors.New("empty body")
+			return errEmptyBody
 		}
 		return err
 	}
@@ -577,6 +602,33 @@ func decodeJSON(r io.Reader, out any) error {
 	}
 	return nil
 }
+
+// errEmptyBody is decodeJSON's error for a body with no JSON value.
+var errEmptyBody = errors.New("empty body")
+
+// notJSON reports whether err says that a body was not JSON at all: empty,
+// or not starting like a JSON value.
+func notJSON(err error) bool {
+	var syntax *json.SyntaxError
+	return err == errEmptyBody || errors.As(err, &syntax)
+}
+
+// notJSONError is the decoding error of a body that was withheld and was
+// not JSON at all: no answer of the API, so the answer of something else
+// where Config.BaseURL points (see DecodeError.Is). Its text is err's.
+type notJSONError struct{ err error }
+
+func (e *notJSONError) Error() string { return e.err.Error() }
+
+// Unwrap returns the decoder's error.
+func (e *notJSONError) Unwrap() error { return e.err }
+
+// Is reports whether target is errNotJSON; the redacted copy of the
+// error (redactedError) answers it too.
+func (e *notJSONError) Is(target error) bool { return target == errNotJSON }
+
+// errNotJSON is matched by a notJSONError.
+var errNotJSON = errors.New("not JSON")
 
 // maxDecodeErrorBody bounds DecodeError.Body, and maxContentType
 // DecodeError.ContentType: enough to recognise the answer.
@@ -593,6 +645,7 @@ type limitedBody struct {
 	r     io.Reader
 	left  int64 // bytes that may still be read
 	over  bool  // the body had more than the limit
+	ended bool  // the body was read to its end
 	keep  bool  // whether head records the body
 	head  [maxDecodeErrorBody]byte
 	nhead int
@@ -609,6 +662,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
+	b.ended = b.ended || err == io.EOF
 	if b.keep {
 		b.nhead += copy(b.head[b.nhead:], p[:n])
 	}
@@ -675,14 +729,48 @@ func (s *ThingsService) c() *Client {
 
 // redactor is the redactor of an answer to req got by an attempt that
 // carried tok (nil for none): the client credentials, tok, and the End
-// User's credential req checks. It is built only once an error is.
+// User's credential req checks. It is needed only once an error is.
 func (c *Client) redactor(req *request, tok *Token) *redactor {
-	creds := make([]string, 0, len(c.creds)+4)
-	creds = append(creds, c.creds...)
+	r := c.ownRedactor(tok)
+	if req.credential != "" {
+		r = r.with(authForms(req.credential)...)
+	}
+	return r
+}
+
+// ownRedactor is the redactor of the client credentials and tok (nil for
+// none). The last one made is kept, for the token it was made for: every
+// page of a listing names its next_page link with it, and the token
+// changes only with a refresh.
+func (c *Client) ownRedactor(tok *Token) *redactor {
+	key := ownCredentials{}
+	if tok != nil {
+		key = ownCredentials{token: true, access: tok.AccessToken, typ: tok.TokenType}
+	}
+	if kept := c.lastRedactor.Load(); kept != nil && kept.ownCredentials == key {
+		return kept.r
+	}
+	creds := c.creds[:len(c.creds):len(c.creds)]
 	if tok != nil {
 		creds = append(creds, tok.header(), tok.AccessToken)
 	}
-	return newRedactor(append(creds, authForms(req.credential)...)...)
+	kept := &keptRedactor{ownCredentials: key, r: newRedactor(creds...)}
+	c.lastRedactor.Store(kept)
+	return kept.r
+}
+
+// ownCredentials names the management token a kept redactor knows,
+// besides the client credentials; a TokenSource may change a Token in
+// place, so the token is named by its fields.
+type ownCredentials struct {
+	token       bool
+	access, typ string
+}
+
+// keptRedactor is the redactor Client.ownRedactor made last.
+type keptRedactor struct {
+	ownCredentials
+	r *redactor
 }
 
 // withoutURL drops the URL that *url.Error prints (net/http prints it

@@ -67,8 +67,11 @@ type APIError struct {
 	Reason     string // "AUTH.UNAUTHORIZED", ...; "" when the body had no recognised shape
 	Message    string
 	Method     string
-	Path       string // below the path prefix, escaped, without the query string
-	Body       []byte // raw body (truncated) when it was not the documented shape
+	Path       string // below the path prefix, escaped, without the query string; a next_page link's path redacted
+	// Body is the start of the raw body when it was not the documented
+	// shape: its first 1 KiB (the body up to 4 KiB redacted whole, then
+	// cut; a body that ended early is redacted as cut).
+	Body []byte
 	// BodyLength is the length of a body that was not kept because the
 	// route's answers can carry credentials (the token and authenticate
 	// routes), as far as it was read; 0 otherwise.
@@ -76,7 +79,8 @@ type APIError struct {
 
 	// Header holds the answer's headers, without Set-Cookie and any other
 	// that can carry a credential by name, each value redacted of the
-	// credentials the request carried, URLs without their query.
+	// credentials the request carried, URLs without their query; in the
+	// order of their names, 16 KiB of values in all, each at most 4 KiB.
 	Header http.Header
 	// RequestID is the answer's request id (X-Request-Id or the like),
 	// when the service or a proxy sent one of at most 128 bytes of
@@ -229,14 +233,15 @@ func (e *TokenError) Is(target error) bool {
 // ErrResponseTooLarge).
 type DecodeError struct {
 	Method     string
-	Path       string // below the path prefix, escaped, without the query string
+	Path       string // below the path prefix, escaped, without the query string; a next_page link's path redacted
 	StatusCode int
-	// ContentType is the answer's Content-Type header, its first 128 bytes.
+	// ContentType is the answer's Content-Type header, redacted, its first
+	// 128 bytes.
 	ContentType string
 	// Body is the start of the body, at most 256 bytes, as far as the
-	// decoder read it, redacted. It is nil for the token and authenticate
-	// endpoints, whose answers can carry tokens: BodyLength then says how
-	// long it was.
+	// decoder read it, redacted (as a cut text unless the decoder read the
+	// whole body). It is nil for the token and authenticate endpoints,
+	// whose answers can carry tokens: BodyLength then says how long it was.
 	Body       []byte
 	BodyLength int64
 	Err        error
@@ -259,7 +264,7 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
 	}
 	writeWithheld(&b, e.Body, e.BodyLength, e.ContentType)
-	if e.htmlPage() {
+	if e.elsewhere() {
 		b.WriteString("; check Config.BaseURL and Config.PathPrefix")
 	}
 	return b.String()
@@ -268,22 +273,23 @@ func (e *DecodeError) Error() string {
 // Unwrap returns the decoding or reading error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// Is reports whether e stands for ErrMisconfigured: an HTML page answered
-// where the API answers JSON, as a website does at a wrong Config.BaseURL.
-func (e *DecodeError) Is(target error) bool { return target == ErrMisconfigured && e.htmlPage() }
+// Is reports whether e stands for ErrMisconfigured: an answer that no
+// route of the API gives, as a website or a proxy answers at a wrong
+// Config.BaseURL (see elsewhere).
+func (e *DecodeError) Is(target error) bool { return target == ErrMisconfigured && e.elsewhere() }
 
-// htmlPage reports whether the answer was an HTML page, by its
-// Content-Type, or without one by the start of its body.
-func (e *DecodeError) htmlPage() bool {
+// elsewhere reports whether the answer came from something other than the
+// API: an HTML page, by its Content-Type or, whatever the label, by the
+// start of its body; or, on the routes whose bodies are withheld (the
+// token and authenticate endpoints), a body that was not JSON at all.
+func (e *DecodeError) elsewhere() bool {
 	media, _, _ := strings.Cut(e.ContentType, ";")
 	switch strings.ToLower(strings.TrimSpace(media)) {
 	case "text/html", "application/xhtml+xml":
 		return true
-	case "", "text/plain":
-		body := strings.TrimSpace(string(e.Body))
-		return strings.HasPrefix(body, "<!") || strings.HasPrefix(strings.ToLower(body), "<html")
 	}
-	return false
+	body := strings.ToLower(strings.TrimSpace(string(e.Body)))
+	return strings.HasPrefix(body, "<!") || strings.HasPrefix(body, "<html") || errors.Is(e.Err, errNotJSON)
 }
 
 // TransportError reports a request that got no usable HTTP answer: the
@@ -292,7 +298,7 @@ func (e *DecodeError) htmlPage() bool {
 // string reaches a log through it.
 type TransportError struct {
 	Method   string
-	Path     string // below the path prefix, escaped, without the query string
+	Path     string // below the path prefix, escaped, without the query string; a next_page link's path redacted
 	Attempts int
 	Err      error
 }

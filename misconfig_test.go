@@ -218,3 +218,54 @@ func (s *failingAfterFirst) Token(context.Context) (*Token, error) {
 	}
 	return &Token{AccessToken: "t", TokenType: "Bearer"}, nil
 }
+
+// A 200 of the token endpoint that is not JSON at all is no answer of the
+// token endpoint, whatever it is labelled: it matches ErrMisconfigured and
+// says what to check, as an HTML page labelled text/html does. So does one
+// of the authenticate endpoint (whose body is withheld too), and an HTML
+// page labelled JSON from a route whose body is kept.
+func TestNonJSON200IsMisconfiguration(t *testing.T) {
+	const page = "<html><body>Sign in</body></html>"
+	answers := map[string]httpmock.Responder{
+		"HTML without a Content-Type":    rawResponder(200, "", page),
+		"HTML labelled application/json": rawResponder(200, "application/json", page),
+		"text/plain":                     rawResponder(200, "text/plain", "OK"),
+		"an empty body":                  rawResponder(200, "application/json", ""),
+	}
+	for name, answer := range answers {
+		for _, route := range []string{"/auth/token", "/authenticate", "/users/u-1"} {
+			t.Run(name+" from "+route, func(t *testing.T) {
+				c, mt := setup(t, Config{MaxRetries: -1})
+				method := http.MethodPost
+				if route == "/users/u-1" {
+					method = http.MethodGet
+				}
+				mt.RegisterResponder(method, mockPrefix+route, answer)
+				mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", answer)
+				var err error
+				if route == "/authenticate" {
+					_, err = c.Authenticate(context.Background(), "Bearer eu-12345678")
+				} else {
+					_, err = c.Users.Get(context.Background(), "u-1")
+				}
+				kept := route == "/users/u-1"
+				if kept && !strings.Contains(name, "HTML") {
+					// A kept body that is not HTML is shown as it is: no hint.
+					if errors.Is(err, ErrMisconfigured) {
+						t.Errorf("err = %v; want no ErrMisconfigured for a body that is shown", err)
+					}
+					return
+				}
+				if !errors.Is(err, ErrMisconfigured) || !strings.HasSuffix(err.Error(), "; check Config.BaseURL and Config.PathPrefix") {
+					t.Errorf("err = %v; want ErrMisconfigured and the hint", err)
+				}
+			})
+		}
+	}
+	// JSON of another shape is the token endpoint misbehaving, not a wrong place.
+	c, mt := setup(t, Config{MaxRetries: -1})
+	mt.RegisterResponder(http.MethodPost, tokenURL, rawResponder(200, "application/json", `{"token":"x"}`))
+	if _, err := c.Users.Get(context.Background(), "u-1"); err == nil || errors.Is(err, ErrMisconfigured) {
+		t.Errorf("err = %v; want an error that does not match ErrMisconfigured", err)
+	}
+}

@@ -78,17 +78,27 @@ func (l list[W, T]) page(ctx context.Context, opts *ListOptions) (*Page[*T], err
 	if err != nil {
 		return nil, err
 	}
-	// A page that links to itself would make a caller's paging loop endless.
-	if next != "" && next == l.visitKey(op) {
-		return nil, errorf("%w %s: the page links to itself", ErrInvalidPageLink, linkForError(next))
-	}
-	p := &Page[*T]{NextPage: next}
+	p := &Page[*T]{}
 	if len(items) > 0 {
 		p.Items = make([]*T, len(items))
 		for i := range items {
 			p.Items[i] = &items[i]
 		}
 	}
+	if next == "" {
+		return p, nil
+	}
+	// A link List would refuse is not handed on: the page's items come
+	// with the refusal, as List yields them before it. A page that links to
+	// itself would make a caller's paging loop endless.
+	r := l.client.ownRedactor(op.carried)
+	if next == l.visitKey(op) {
+		return p, errorf("%w %s: the page links to itself", ErrInvalidPageLink, r.linkText(next))
+	}
+	if err := l.client.checkPageLink(next, r); err != nil {
+		return p, err
+	}
+	p.NextPage = next
 	return p, nil
 }
 
@@ -131,7 +141,7 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 			var next *request
 			var linkErr error
 			if cur.next != "" {
-				next, linkErr = l.follow(cur.next, seen)
+				next, linkErr = l.follow(cur.next, seen, l.client.ownRedactor(cur.carried))
 			}
 			if o.Prefetch && next != nil {
 				ahead = l.fetchAhead(ctx, next, len(cur.items))
@@ -162,6 +172,7 @@ func (l list[W, T]) all(ctx context.Context, opts *ListOptions) iter.Seq2[*T, er
 type pageResult[T any] struct {
 	items    []T
 	next     string
+	carried  *Token // the management token the page was fetched with: its link may echo it
 	err      error
 	panicked any // a panic of the prefetch, raised again in the ranging goroutine
 }
@@ -170,7 +181,7 @@ type pageResult[T any] struct {
 // previous page held (the service's pages are alike), 0 for the first.
 func (l list[W, T]) fetchResult(ctx context.Context, op *request, hint int) pageResult[T] {
 	items, next, err := l.fetch(ctx, op, hint)
-	return pageResult[T]{items: items, next: next, err: err}
+	return pageResult[T]{items: items, next: next, carried: op.carried, err: err}
 }
 
 // fetchAhead fetches a page in the background; the channel delivers it.
@@ -211,10 +222,11 @@ func (l list[W, T]) firstOperation(opts *ListOptions) (*request, error) {
 		if o.OrderBy != "" || o.Direction != "" {
 			return nil, errorf("%w: ListOptions.NextPage cannot be combined with OrderBy or Direction (the link carries its own order)", ErrInvalidArgument)
 		}
-		if err := l.client.checkPageLink(o.NextPage); err != nil {
+		r := l.client.ownRedactor(l.client.currentToken())
+		if err := l.client.checkPageLink(o.NextPage, r); err != nil {
 			return nil, errorf("%w: ListOptions.NextPage: %w", ErrInvalidArgument, err)
 		}
-		return l.client.linkRequest(o.NextPage).named(l.path), nil
+		return l.client.linkRequest(o.NextPage, r).named(l.path), nil
 	}
 	return l.client.newRequest(http.MethodGet, l.path, orderQuery(o.OrderBy, o.Direction), nil).named(l.path), nil
 }
@@ -291,15 +303,16 @@ func (p pageBody) decode(r io.Reader) error {
 }
 
 // follow checks a next_page link, refuses one already followed in this run
-// (the listing would never end), records it and returns its request.
-func (l list[W, T]) follow(link string, seen *linkset.Set) (*request, error) {
-	if err := l.client.checkPageLink(link); err != nil {
+// (the listing would never end), records it and returns its request; r
+// redacts the link where it names it.
+func (l list[W, T]) follow(link string, seen *linkset.Set, r *redactor) (*request, error) {
+	if err := l.client.checkPageLink(link, r); err != nil {
 		return nil, err
 	}
 	if !seen.Add(link) {
-		return nil, errorf("%w %s: already followed in this listing", ErrInvalidPageLink, linkForError(link))
+		return nil, errorf("%w %s: already followed in this listing", ErrInvalidPageLink, r.linkText(link))
 	}
-	return l.client.linkRequest(link).named(l.path), nil
+	return l.client.linkRequest(link, r).named(l.path), nil
 }
 
 // visitKey is what op requests, below the base URL, in the form of a

@@ -262,12 +262,16 @@ func TestListRefusesForeignLinks(t *testing.T) {
 				t.Errorf("error %q holds the page token", msg)
 			}
 			testCalls(t, mt, pageCalls(usersPath))
-			// ListPage hands the link back; it is refused when used.
+			// ListPage returns the page's items, no link, and the refusal,
+			// as List yields the items, then the error.
 			page, err := c.Users.ListPage(t.Context(), nil)
-			if err != nil || page.NextPage != link {
-				t.Fatalf("ListPage = %v, %v", page, err)
+			if !errors.Is(err, ErrInvalidPageLink) || page == nil || page.NextPage != "" || len(page.Items) != 1 || page.Items[0].ID != "u-1" {
+				t.Fatalf("ListPage = %+v, %v; want u-1, no link and ErrInvalidPageLink", page, err)
 			}
-			if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: page.NextPage}); !errors.Is(err, ErrInvalidPageLink) {
+			if strings.Contains(err.Error(), "tok-secret") {
+				t.Errorf("error %q holds the page token", err)
+			}
+			if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: link}); !errors.Is(err, ErrInvalidPageLink) {
 				t.Errorf("resuming from it: error %v, want ErrInvalidPageLink", err)
 			}
 			testCalls(t, mt, pageCalls(usersPath, usersPath)) // both to the first page
@@ -316,8 +320,9 @@ func TestListRepeatedLinkStops(t *testing.T) {
 	t.Run("ListPage linking to itself", func(t *testing.T) {
 		c, mt := setup(t)
 		registerPages(t, mt, map[string]httpmock.Responder{usersPath + "?page=a": pageOfUsers(usersPath+"?page=a", "u-1")})
-		if _, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: usersPath + "?page=a"}); !errors.Is(err, ErrInvalidPageLink) {
-			t.Errorf("error %v, want ErrInvalidPageLink", err)
+		page, err := c.Users.ListPage(t.Context(), &ListOptions{NextPage: usersPath + "?page=a"})
+		if !errors.Is(err, ErrInvalidPageLink) || page == nil || page.NextPage != "" || len(page.Items) != 1 {
+			t.Errorf("ListPage = %+v, %v; want u-1, no link and ErrInvalidPageLink", page, err)
 		}
 	})
 }
@@ -447,7 +452,7 @@ func TestCheckPageLink(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, _ := setup(t, Config{BaseURL: tt.base})
-		err := c.checkPageLink(tt.link)
+		err := c.checkPageLink(tt.link, newRedactor())
 		if (err == nil) != tt.ok || err != nil && !errors.Is(err, ErrInvalidPageLink) {
 			t.Errorf("checkPageLink(%q, %q) = %v, want ok %t", tt.base, tt.link, err, tt.ok)
 		}
@@ -482,7 +487,7 @@ func FuzzPageLink(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, link string) {
 		for _, b := range bases {
-			if b.c.checkPageLink(link) != nil {
+			if b.c.checkPageLink(link, newRedactor()) != nil {
 				continue
 			}
 			if seg, form, found := oracleDotSegment(link); found {
@@ -590,5 +595,30 @@ func TestListReservesThePreviousPageSize(t *testing.T) {
 		if len(items) != 3 || cap(items) != tc.wantCap {
 			t.Errorf("hint %d: %d items in a slice of capacity %d; want 3 in %d", tc.hint, len(items), cap(items), tc.wantCap)
 		}
+	}
+}
+
+// A link or an id whose percent-escapes are nested deeper than any chain
+// of servers decodes is refused, after maxDecodings rounds: checking it as
+// often as it decodes took time quadratic in its length (a megabyte of
+// "%2525...": a service's link or an id an End User chose).
+func TestDeeplyNestedEscapesAreRefused(t *testing.T) {
+	c, _ := setup(t)
+	nested := func(levels int) string { return "%" + strings.Repeat("25", levels-1) + "2e" }
+	for _, levels := range []int{maxDecodings + 1, 20_000} {
+		err := c.checkPageLink(usersPath+"/"+nested(levels)+"x?page=2", newRedactor())
+		if !errors.Is(err, ErrInvalidPageLink) || !strings.Contains(err.Error(), "nested more than") {
+			t.Errorf("a link nested %d deep: %v; want it refused as nested too deep", levels, err)
+		}
+		if _, err := c.Things.Get(t.Context(), nested(levels)+"x"); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("an id nested %d deep: %v; want ErrInvalidArgument", levels, err)
+		}
+	}
+	// Up to maxDecodings, each decoding is checked, and a harmless id goes through.
+	if err := c.checkPageLink(usersPath+"/"+nested(maxDecodings)+"x?page=2", newRedactor()); err != nil {
+		t.Errorf("a link nested %d deep: %v", maxDecodings, err)
+	}
+	if err := c.checkPageLink(usersPath+"/"+nested(maxDecodings)+"?page=2", newRedactor()); !errors.Is(err, ErrInvalidPageLink) {
+		t.Errorf("a dot segment nested %d deep: %v; want it refused", maxDecodings, err)
 	}
 }

@@ -21,7 +21,8 @@ import (
 // servlet container drops the ";x" path parameter), and any identifier that
 // holds such a part between slashes or backslashes, as given or
 // percent-decoded, since some proxies decode %2F before they resolve dot
-// segments (see dotSegment and decodings).
+// segments (see dotSegment and decodings), and any identifier whose
+// escapes are nested deeper than maxDecodings.
 func pathSegment(name, id string) (string, error) {
 	if strings.TrimSpace(id) == "" {
 		// Only white space is no identifier: the service would answer 404
@@ -36,8 +37,12 @@ func pathSegment(name, id string) (string, error) {
 
 // dotIdentifier reports whether a server could read a part of the path
 // segment that carries id as "." or "..". The server sees id once it has
-// decoded the segment, so id itself is the first form checked.
+// decoded the segment, so id itself is the first form checked. An id whose
+// escapes are nested deeper than maxDecodings could be too.
 func dotIdentifier(id string) bool {
+	if nestedTooDeep(id) {
+		return true
+	}
 	for form := range decodings(id) {
 		if dotSegment(form) {
 			return true
@@ -50,10 +55,11 @@ func dotIdentifier(id string) bool {
 // as c.baseURL+link. The service's links are a path plus a query, appended to the base
 // URL as they stand; anything that could reach another host or scheme,
 // climb out of the base path, or be re-encoded on the way is refused, so
-// that our Authorization header only ever travels where it belongs.
-func (c *Client) checkPageLink(link string) error {
+// that our Authorization header only ever travels where it belongs. The
+// link came from outside: its error names it as r redacts it.
+func (c *Client) checkPageLink(link string, r *redactor) error {
 	if problem := linkProblem(link); problem != "" {
-		return errorf("%w %s: %s", ErrInvalidPageLink, linkForError(link), problem)
+		return errorf("%w %s: %s", ErrInvalidPageLink, r.linkText(link), problem)
 	}
 	// Belt and braces: parse what would be requested and check it is the
 	// base URL's scheme and host, under its path, with the link unchanged.
@@ -62,13 +68,13 @@ func (c *Client) checkPageLink(link string) error {
 	linkPath, linkQuery, _ := strings.Cut(link, "?")
 	switch {
 	case err != nil:
-		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, r.linkText(link))
 	case u.Scheme != base.Scheme || u.Host != base.Host || u.User != nil || u.Opaque != "":
-		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, r.linkText(link))
 	case !underPath(u.Path, base.Path):
-		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, r.linkText(link))
 	case u.EscapedPath() != basePath+linkPath || u.RawQuery != linkQuery:
-		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, linkForError(link))
+		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, r.linkText(link))
 	}
 	return nil
 }
@@ -102,6 +108,9 @@ func linkProblem(link string) string {
 	}
 	// Checked decoded too, as often as it decodes: a proxy and a server may
 	// each decode %2e, %2f, %3b and %5c before they resolve dot segments.
+	if nestedTooDeep(p) {
+		return fmt.Sprintf("holds percent-escapes nested more than %d deep", maxDecodings)
+	}
 	for form := range decodings(p) {
 		switch {
 		case strings.Contains(form, `\`):
@@ -129,13 +138,19 @@ func dotSegment(p string) bool {
 
 func isPathSeparator(r rune) bool { return r == '/' || r == '\\' }
 
+// maxDecodings is how many times over a path or an id is decoded to be
+// checked: more than any chain of proxies and servers decodes. A text whose
+// escapes are nested deeper is refused (nestedTooDeep): checking it as
+// often as it decodes would take time quadratic in its length.
+const maxDecodings = 4
+
 // decodings yields s, then s percent-decoded once, twice, and so on until
-// nothing is left to decode: "%252e" yields "%252e", "%2e" and ".". Each
-// round decodes the valid escapes and keeps the others, as a lenient server
-// would. It ends, as each round that changes s makes it shorter.
+// nothing is left to decode, at most maxDecodings times: "%252e" yields
+// "%252e", "%2e" and ".". Each round decodes the valid escapes and keeps
+// the others, as a lenient server would.
 func decodings(s string) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		for {
+		for range maxDecodings {
 			if !yield(s) {
 				return
 			}
@@ -145,7 +160,16 @@ func decodings(s string) iter.Seq[string] {
 			}
 			s = next
 		}
+		yield(s)
 	}
+}
+
+// nestedTooDeep reports whether s still decodes after maxDecodings rounds.
+func nestedTooDeep(s string) bool {
+	for range maxDecodings {
+		s = lenientUnescape(s)
+	}
+	return lenientUnescape(s) != s
 }
 
 // lenientUnescape decodes every valid %XX escape of s and keeps the rest.
@@ -176,13 +200,4 @@ func underPath(p, base string) bool {
 	}
 	rest, ok := strings.CutPrefix(p, base)
 	return ok && (rest == "" || rest[0] == '/')
-}
-
-// linkForError names a link in an error by its path alone, quoted and
-// bounded: the query holds the page token, which has no place in errors
-// and logs.
-func linkForError(link string) string {
-	p, _, _ := strings.Cut(link, "?")
-	p, _, _ = strings.Cut(p, "#")
-	return fmt.Sprintf("%.80q", p)
 }

@@ -1,29 +1,37 @@
 package management
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	// engine: the name redact is this package's own, below.
+	engine "github.com/serviceconnect/management/internal/redact"
 )
 
 // The one redaction choke point. Every text that came from outside (the
 // service's reason, message, error and error_description, a body kept in an
-// error, every kept header, a transport error's text, a panic value) passes
-// a redactor bound to the credentials of the attempt that got it before an
-// error is handed to anyone: the caller, a log record, an Observer hook.
-// Errors are built, redacted into a new value, and only then returned; they
-// are never changed afterwards.
+// error, every kept header, a transport error's text, a panic value, the
+// path of a next_page link or of a redirect's Location) passes a redactor
+// bound to the credentials of the attempt that got it before an error is
+// handed to anyone: the caller, a log record, an Observer hook. Errors are
+// built, redacted into a new value, and only then returned; they are never
+// changed afterwards. A text an error keeps the start of is redacted whole
+// (as far as it was read), then cut; one that ended early is a cut text.
+//
+// What a credential looks like in a text, and how to find it in time linear
+// in the text, is internal/redact's: this file binds it to the SDK's
+// credentials, texts and errors.
 
-const redacted = "REDACTED"
+const redacted = engine.Marker
 
 // redact stands for a secret the SDK prints itself, such as Config's.
 func redact(s string) string {
@@ -43,30 +51,33 @@ func formatRedacted(f fmt.State, verb rune, description string) {
 	_, _ = io.WriteString(f, description)
 }
 
-// minSecretLen is the shortest credential searched for in texts: a shorter
-// one would match everywhere, so a redactor that knows one withholds the
-// texts instead.
-const minSecretLen = 8
+// The bounds of the texts the redactor reads. Every text from outside is
+// cut at maxText before it is redacted (a longer one is then a cut text:
+// a start of a credential at its end is redacted too), so that the work of
+// redacting an answer is bounded whatever the answer; the headers kept in
+// an error are bounded together by maxKeptHeaders. Each field then keeps
+// its own, shorter bound: it is cut after it was redacted whole.
+const (
+	maxText        = 4 << 10
+	maxKeptHeaders = 16 << 10
+)
 
-// withheldText stands for a text a redactor withheld.
-const withheldText = "[withheld: a credential is too short to search for]"
-
-// redactor removes credentials from texts. It searches each text as it
-// stands and as JSON, HTML and percent-decoding read it, for each
-// credential raw and in standard and URL-safe base64, padded or not: the
-// forms an echo takes.
+// redactor removes credentials from texts: the engine of internal/redact
+// (the forms of a credential, the readings of a text, linear matching),
+// bound to the credentials of one attempt, with the bounds above and the
+// knowledge of the SDK's errors.
 type redactor struct {
-	forms    []string // each credential and its base64 spellings
-	withhold bool     // a credential shorter than minSecretLen: texts are withheld
+	engine *engine.Redactor
 }
 
 // newRedactor returns the redactor of creds ("" ignored).
 func newRedactor(creds ...string) *redactor {
-	r := &redactor{}
-	for _, c := range creds {
-		r.add(c)
-	}
-	return r
+	return &redactor{engine: engine.New(creds...)}
+}
+
+// with returns a redactor of r's credentials and creds.
+func (r *redactor) with(creds ...string) *redactor {
+	return &redactor{engine: r.engine.With(creds...)}
 }
 
 // authForms returns the forms of an Authorization value that an echo may
@@ -78,309 +89,111 @@ func authForms(h string) []string {
 	return []string{h}
 }
 
-func (r *redactor) add(c string) {
-	c = strings.TrimSpace(c)
-	switch {
-	case c == "":
-		return
-	case len(c) < minSecretLen:
-		r.withhold = true
-		return
-	}
-	b := []byte(c)
-	for _, f := range [...]string{
-		c,
-		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
-		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
-	} {
-		if !slices.Contains(r.forms, f) {
-			r.forms = append(r.forms, f)
-		}
-	}
-}
-
-// text returns s without the credentials.
+// text returns s, cut at maxText, without the credentials.
 func (r *redactor) text(s string) string { return r.redact(s, false) }
 
-// cut is text for a text cut at a limit: it also redacts a start of a
-// credential at its end.
-func (r *redactor) cut(s string) string { return r.redact(s, true) }
-
+// redact is text; cut says that s ended early (at a limit, or a read that
+// failed), so that a start of a credential at its end is redacted too.
 func (r *redactor) redact(s string, cut bool) string {
-	switch {
-	case s == "":
-		return s
-	case r.withhold && knownText(s):
-		return s
-	case r.withhold:
-		return withheldText
-	case len(r.forms) == 0:
-		return s
+	if len(s) > maxText {
+		s, cut = s[:maxText], true
 	}
-	var spans []span
-	for _, dec := range decodersFor(s) {
-		for _, f := range r.forms {
-			spans = find(s, f, dec, cut, spans)
-		}
-	}
-	if len(spans) == 0 {
-		return s
-	}
-	return replaceSpans(s, spans)
+	out, _ := r.engine.Redact(s, cut)
+	return out
 }
 
-// knownText reports whether s is one of the words the spec documents in the
-// texts of answers (a reason, an OAuth 2.0 error code, a role): kept even
-// when texts are withheld, so that errors still match their sentinels.
-func knownText(s string) bool {
+// kept is the first n bytes of s once redacted whole: a credential that
+// the cut at n would split is redacted, not cut, and the mark that stands
+// for it is kept whole (up to len(redacted)-1 bytes past n).
+func (r *redactor) kept(s string, n int, cut bool) string {
+	out := r.redact(s, cut)
+	if len(out) <= n {
+		return out
+	}
+	for k := max(0, n-len(redacted)+1); k < n; k++ {
+		if strings.HasPrefix(out[k:], redacted) {
+			return out[:k+len(redacted)]
+		}
+	}
+	return out[:n]
+}
+
+// word is text for a reason, a code or a role: one of the words the spec
+// documents there is kept as it is, even where a short credential is a
+// part of it, so that errors still match their sentinels.
+func (r *redactor) word(s string) string {
 	switch strings.ToUpper(s) {
 	case ReasonUnauthorized, ReasonRequestValidation, ReasonEntityNotFound, "AUTH.FORBIDDEN",
 		"INVALID_CLIENT", "UNSUPPORTED_GRANT_TYPE", "INVALID_REQUEST", "INVALID_GRANT", "UNAUTHORIZED_CLIENT", "INVALID_SCOPE",
 		string(RoleAppUser), string(RoleServiceAccount):
-		return true
+		return s
 	}
-	return false
+	return r.text(s)
 }
 
-// span is a part of a text, [from, to).
-type span struct{ from, to int }
-
-// replaceSpans replaces the parts of s that spans cover with redacted.
-func replaceSpans(s string, spans []span) string {
-	// Few spans: an insertion sort.
-	for i := 1; i < len(spans); i++ {
-		for j := i; j > 0 && spans[j].from < spans[j-1].from; j-- {
-			spans[j], spans[j-1] = spans[j-1], spans[j]
-		}
-	}
-	var b strings.Builder
-	at := 0
-	for i, sp := range spans {
-		switch {
-		case i == 0 || sp.from >= at:
-			b.WriteString(s[at:sp.from])
-			b.WriteString(redacted)
-			at = sp.to
-		case sp.to > at: // overlaps the span just written
-			at = sp.to
-		}
-	}
-	b.WriteString(s[at:])
-	return b.String()
-}
-
-// A decoder reads the escape at the start of s: the bytes it stands for
-// and its length, or n 0 when s does not start with one.
-type decoder func(s string) (out []byte, n int)
-
-// decodersFor returns the readings of s to search: as it stands (nil), and
-// each escaping whose escape character s holds: JSON string escapes, HTML
-// character references, percent-encoding (with and without '+' for space).
-func decodersFor(s string) []decoder {
-	decs := []decoder{nil}
-	if strings.IndexByte(s, '\\') >= 0 {
-		decs = append(decs, jsonEscape)
-	}
-	if strings.IndexByte(s, '&') >= 0 {
-		decs = append(decs, htmlEntity)
-	}
-	if strings.IndexByte(s, '%') >= 0 || strings.IndexByte(s, '+') >= 0 {
-		decs = append(decs, percentPlus, percent)
-	}
-	return decs
-}
-
-// maxEscape is the longest escape a cut can split: `\uXXXX\uXXXX`.
-const maxEscape = 12
-
-// find adds to spans each part of s that reads f, each byte of f written
-// as it is or as an escape of dec; with cut, also a start of f at the end
-// of s, or before an escape at the end that the cut split (`%2`, `\u00`).
-func find(s, f string, dec decoder, cut bool, spans []span) []span {
-	for i := 0; i < len(s); i++ {
-		if s[i] != f[0] && (dec == nil || strings.IndexByte(`\&%+`, s[i]) < 0) {
-			continue
-		}
-		end, k := match(s, i, f, 0, dec)
-		switch {
-		case k == len(f):
-			spans = append(spans, span{i, end})
-		case cut && k > 0 && (end == len(s) || (len(s)-end <= maxEscape && strings.IndexByte(`\&%`, s[end]) >= 0)):
-			return append(spans, span{i, len(s)})
-		}
-	}
-	return spans
-}
-
-// match reads f[k:] in s from i, as far as it goes: the end in s and in f.
-// Where a byte can be read both as it is and as the start of an escape,
-// both are tried.
-func match(s string, i int, f string, k int, dec decoder) (int, int) {
-	for k < len(f) && i < len(s) {
-		if dec != nil {
-			if out, n := dec(s[i:]); n > 0 && strings.HasPrefix(f[k:], string(out)) {
-				if s[i] != f[k] {
-					i, k = i+n, k+len(out)
-					continue
-				}
-				e1, k1 := match(s, i+n, f, k+len(out), dec)
-				e2, k2 := match(s, i+1, f, k+1, dec)
-				if k1 >= k2 {
-					return e1, k1
-				}
-				return e2, k2
-			}
-		}
-		if s[i] != f[k] {
-			break
-		}
-		i, k = i+1, k+1
-	}
-	return i, k
-}
-
-func jsonEscape(s string) ([]byte, int) {
-	if len(s) < 2 || s[0] != '\\' {
-		return nil, 0
-	}
-	switch s[1] {
-	case '"', '\\', '/':
-		return []byte{s[1]}, 2
-	case 'b':
-		return []byte{'\b'}, 2
-	case 'f':
-		return []byte{'\f'}, 2
-	case 'n':
-		return []byte{'\n'}, 2
-	case 'r':
-		return []byte{'\r'}, 2
-	case 't':
-		return []byte{'\t'}, 2
-	case 'u':
-		r, ok := hex4(s[2:])
-		if !ok {
-			return nil, 0
-		}
-		n := 6
-		if utf16.IsSurrogate(r) {
-			if lo, ok := hex4(strings.TrimPrefix(s[6:], `\u`)); ok && len(s) >= 12 && s[6:8] == `\u` {
-				r = utf16.DecodeRune(r, lo)
-				n = 12
-			}
-		}
-		return utf8.AppendRune(nil, r), n
-	}
-	return nil, 0
-}
-
-func hex4(s string) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(s[:4], 16, 32)
-	return rune(v), err == nil
-}
-
-// htmlEntities are the named references an echo of a credential may hold.
-var htmlEntities = map[string]byte{"quot": '"', "amp": '&', "lt": '<', "gt": '>', "apos": '\'', "sol": '/', "plus": '+', "equals": '='}
-
-func htmlEntity(s string) ([]byte, int) {
-	if len(s) < 3 || s[0] != '&' {
-		return nil, 0
-	}
-	end := strings.IndexByte(s[:min(len(s), 12)], ';')
-	if end < 2 {
-		return nil, 0
-	}
-	name := s[1:end]
-	if name[0] == '#' {
-		var v uint64
-		var err error
-		if len(name) > 1 && (name[1] == 'x' || name[1] == 'X') {
-			v, err = strconv.ParseUint(name[2:], 16, 32)
-		} else {
-			v, err = strconv.ParseUint(name[1:], 10, 32)
-		}
-		if err != nil || v > unicode.MaxRune {
-			return nil, 0
-		}
-		return utf8.AppendRune(nil, rune(v)), end + 1
-	}
-	if c, ok := htmlEntities[strings.ToLower(name)]; ok {
-		return []byte{c}, end + 1
-	}
-	return nil, 0
-}
-
-func percent(s string) ([]byte, int) {
-	if len(s) < 3 || s[0] != '%' {
-		return nil, 0
-	}
-	v, err := strconv.ParseUint(s[1:3], 16, 8)
-	if err != nil {
-		return nil, 0
-	}
-	return []byte{byte(v)}, 3
-}
-
-func percentPlus(s string) ([]byte, int) {
-	if s != "" && s[0] == '+' {
-		return []byte{' '}, 1
-	}
-	return percent(s)
+// linkText names a next_page link in an error: its path alone (the query
+// holds the page token), redacted whole, then quoted and cut.
+func (r *redactor) linkText(link string) string {
+	p, _, _ := strings.Cut(link, "?")
+	p, _, _ = strings.Cut(p, "#")
+	return fmt.Sprintf("%.80q", r.text(p))
 }
 
 // verdict redacts what Authenticate hands back from the service: the role
-// and the texts of the ClientResponse to relay. A text that cannot be
-// searched (the token is too short) is replaced by the default relay's, not
-// relayed as a marker.
+// and the texts of the ClientResponse to relay.
 func (r *redactor) verdict(auth *EndUserAuthentication) {
-	auth.Role = Role(r.text(string(auth.Role)))
+	auth.Role = Role(r.word(string(auth.Role)))
 	if cr := auth.ClientResponse; cr != nil {
-		body := &cr.HTTPBody
-		if body.Reason = r.text(body.Reason); body.Reason == withheldText {
-			body.Reason = defaultInvalidBody.Reason
-		}
-		if body.ErrorMessage = r.text(body.ErrorMessage); body.ErrorMessage == withheldText {
-			body.ErrorMessage = defaultInvalidBody.ErrorMessage
-		}
+		cr.HTTPBody.Reason = r.word(cr.HTTPBody.Reason)
+		cr.HTTPBody.ErrorMessage = r.text(cr.HTTPBody.ErrorMessage)
 	}
 }
 
-// bytes redacts a body kept in an error; cut says it was cut at a limit.
-func (r *redactor) bytes(b []byte, cut bool) []byte {
+// body is the start of a body kept in an error, at most n bytes of it
+// once redacted whole; cut says that the body ended early (a limit, a read
+// that failed). It is nil for none.
+func (r *redactor) body(b []byte, n int, cut bool) []byte {
 	if b == nil {
 		return nil
 	}
-	if r.withhold {
-		return nil
-	}
-	return []byte(r.redact(string(b), cut))
+	return []byte(r.kept(string(b), n, cut))
 }
 
 // header returns the headers of an answer kept in an error: without those
 // that can carry a credential by name (cookies, anything named for
 // authentication, a token, a key, a secret, a session or a signature),
 // each value redacted (a credential echoed under an innocent name is caught
-// by value) and without the query of a URL the SDK did not write. When the
-// redactor withholds texts, no header is kept.
+// by value) and without the query of a URL the SDK did not write. The
+// values are kept in the order of their names up to maxKeptHeaders bytes
+// in all, each cut at maxText: the rest is dropped.
 func (r *redactor) header(h http.Header) http.Header {
-	if h == nil || r.withhold {
+	if h == nil {
 		return nil
 	}
 	safe := make(http.Header, len(h))
-	for name, values := range h {
+	budget := maxKeptHeaders
+	for _, name := range slices.Sorted(maps.Keys(h)) {
 		if credentialLike(name) {
 			continue
 		}
-		kept := make([]string, len(values))
-		for i, v := range values {
+		var kept []string
+		for _, v := range h[name] {
+			if budget <= 0 {
+				break
+			}
 			if urlHeader(name) {
 				v = withoutQueries(v)
 			}
-			kept[i] = r.text(v)
+			cut := false
+			if n := min(budget, maxText); len(v) > n {
+				v, cut = v[:n], true
+			}
+			budget -= len(v)
+			kept = append(kept, r.redact(v, cut))
 		}
-		safe[name] = kept
+		if kept != nil {
+			safe[name] = kept
+		}
 	}
 	return safe
 }
@@ -429,13 +242,8 @@ const maxRequestID = 128
 // requestIDHeaders are where services and proxies put a request's id.
 var requestIDHeaders = [...]string{"X-Request-Id", "Request-Id", "X-Correlation-Id", "X-Amzn-Requestid", "X-Amz-Request-Id", "X-Trace-Id"}
 
-// requestID redacts a request id; it is dropped when texts are withheld.
-func (r *redactor) requestID(id string) string {
-	if r.withhold {
-		return ""
-	}
-	return r.text(id)
-}
+// requestID redacts a request id.
+func (r *redactor) requestID(id string) string { return r.text(id) }
 
 func requestIDShaped(v string) bool {
 	if len(v) > maxRequestID {
@@ -479,26 +287,26 @@ func answerMeta(h http.Header, now time.Time) (kept http.Header, requestID strin
 // error returns err with every text that came from outside redacted: a
 // new value of the SDK's error types (never err changed in place), and a
 // foreign error whose text held a credential replaced by one that says the
-// same without it.
+// same without it. The texts an error keeps only the start of (a body, a
+// Content-Type, a redirect's path) were redacted whole where they were
+// read, then cut (checkResponse, Client.decode, redirectError): they are
+// not read again here.
 func (r *redactor) error(err error) error {
 	switch e := err.(type) {
 	case nil:
 		return nil
 	case *APIError:
 		out := *e
-		out.Reason, out.Message = r.text(e.Reason), r.text(e.Message)
-		out.Body = r.bytes(e.Body, len(e.Body) >= maxErrorBody)
+		out.Reason, out.Message = r.word(e.Reason), r.text(e.Message)
 		out.Header, out.RequestID = r.header(e.Header), r.requestID(e.RequestID)
 		return &out
 	case *TokenError:
 		out := *e
-		out.Code, out.Description = r.text(e.Code), r.text(e.Description)
+		out.Code, out.Description = r.word(e.Code), r.text(e.Description)
 		out.Header, out.RequestID = r.header(e.Header), r.requestID(e.RequestID)
 		return &out
 	case *DecodeError:
 		out := *e
-		out.ContentType = r.cut(e.ContentType)
-		out.Body = r.bytes(e.Body, len(e.Body) >= maxDecodeErrorBody)
 		out.Err = r.cause(e.Err)
 		return &out
 	case *TransportError:
@@ -595,5 +403,5 @@ func (r *redactor) panicText(v any) string {
 	default:
 		s = fmt.Sprint(v)
 	}
-	return escape(truncate(r.text(s), maxPanicText))
+	return escape(r.kept(s, maxPanicText, false))
 }

@@ -5,15 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
+
+	engine "github.com/serviceconnect/management/internal/redact"
+	"github.com/serviceconnect/management/internal/redact/echotest"
 )
 
 // FuzzRedaction embeds a credential (the client secret, the Basic
@@ -23,31 +23,45 @@ import (
 // message, the OAuth error and description, a kept body (also cut at its
 // limit), every kept header, a transport error. No output may hold it:
 // Error(), the error's fields and headers, the log records, the Observer's
-// hook arguments. Its seeds (testdata/fuzz/FuzzRedaction) run in every
-// go test.
+// hook arguments. The redactor's steps stay within the bound of its
+// engine (StepsPerByte × len(text) × forms), for the text as it is and cut.
+// Its seeds (testdata/fuzz/FuzzRedaction) run in every go test.
 func FuzzRedaction(f *testing.F) {
 	f.Add("k3yM4terial", uint8(0), uint8(0), uint16(3), "plain filler text")
 	f.Add("s+cr/t=value", uint8(1), uint8(1), uint16(0), "")
+	// Credentials and fillers of escape characters, the text an attacker
+	// who chooses the End User token makes the service quote.
+	f.Add(strings.Repeat(`\`, 64), uint8(5), uint8(9), uint16(7), strings.Repeat(`\`, 200))
+	f.Add(strings.Repeat("%25", 20), uint8(3), uint8(8), uint16(1), strings.Repeat("%25", 100)+"%2")
+	f.Add(strings.Repeat("&amp;", 12), uint8(6), uint8(12), uint16(40), strings.Repeat("&amp;amp;", 50))
+	f.Add(strings.Repeat(`\%&+`, 16), uint8(4), uint8(11), uint16(99), strings.Repeat(`\u0026#x5c;%5C\\&#92;+%2B`, 20))
 	f.Fuzz(func(t *testing.T, material string, which, encoding uint8, offset uint16, filler string) {
 		creds := fuzzCredentials(material)
 		secret := creds[which%uint8(len(creds))]
 		enc := fuzzEncodings[int(encoding)%len(fuzzEncodings)]
-		echo := enc.encode(secret)
+		echo := enc.Encode(secret)
 		at := int(offset) % (len(filler) + 1)
 		text := filler[:at] + echo + filler[at:]
+		r := newRedactor(creds...)
+		for _, cut := range []bool{false, true} {
+			if _, steps := r.engine.Redact(text, cut); steps > engine.StepsPerByte*max(len(text), 1)*r.engine.Forms() {
+				t.Fatalf("%d steps for %d bytes and %d forms: more than %d per byte and form", steps, len(text), r.engine.Forms(), engine.StepsPerByte)
+			}
+		}
 		for _, out := range fuzzOutputs(t, creds, int(which)%len(creds), text) {
 			if strings.Contains(out, secret) || strings.Contains(out, echo) {
-				t.Fatalf("credential %q, encoded %s as %q, survives in:\n%s", secret, enc.name, echo, out)
+				t.Fatalf("credential %q, encoded %s as %q, survives in:\n%s", secret, enc.Name, echo, out)
 			}
 		}
 	})
 }
 
 // fuzzCredentials derives the four credentials from material: each at least
-// 8 bytes of a token's alphabet, marked so that no text of the SDK's own
-// holds one.
+// 8 bytes of a token's alphabet and of the characters that start escapes
+// (an End User token is the attacker's choice), marked so that no text of
+// the SDK's own holds one.
 func fuzzCredentials(material string) []string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/="
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=\\%&"
 	var b strings.Builder
 	for i := range len(material) {
 		b.WriteByte(alphabet[int(material[i])%len(alphabet)])
@@ -65,42 +79,7 @@ func fuzzCredentials(material string) []string {
 const fuzzID = "fuzz-client"
 
 // fuzzEncodings are the spellings of an echo.
-var fuzzEncodings = []struct {
-	name   string
-	encode func(string) string
-}{
-	{"raw", func(s string) string { return s }},
-	{"base64", func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 unpadded", func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe", func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe unpadded", func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }},
-	{"query escape", url.QueryEscape},
-	{"path escape", url.PathEscape},
-	{"percent lower case", func(s string) string { return strings.ToLower(percentAll(s)) }},
-	{"percent upper case", percentAll},
-	{"JSON", func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) }},
-	{"JSON escaped slash", func(s string) string {
-		b, _ := json.Marshal(s)
-		return strings.ReplaceAll(string(b[1:len(b)-1]), "/", `\/`)
-	}},
-	{"JSON \\u", func(s string) string {
-		var b strings.Builder
-		for _, r := range s {
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-		return b.String()
-	}},
-	{"HTML escape", html.EscapeString},
-	{"HTML decimal entities", func(s string) string {
-		var b strings.Builder
-		for i := range len(s) {
-			fmt.Fprintf(&b, "&#%d;", s[i])
-		}
-		return b.String()
-	}},
-	{"HTML hex entities", htmlAll},
-	{"quoted", strconv.Quote},
-}
+var fuzzEncodings = echotest.Encodings
 
 // fuzzOutputs makes the Client meet text in every outside field of the
 // answers to the calls that carry creds[which] (each redactor is bound to

@@ -14,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/serviceconnect/management/internal/redact/echotest"
 )
 
 // Echoes of credentials by a real HTTP server: every text that came from
@@ -120,21 +123,10 @@ func xechoes(s string) string {
 		js, url.QueryEscape(s), strings.ToLower(percentAll(s)), htmlAll(s), html.EscapeString(`"` + s + `"`)}, " | ")
 }
 
-func percentAll(s string) string {
-	var b strings.Builder
-	for i := range len(s) {
-		fmt.Fprintf(&b, "%%%02X", s[i])
-	}
-	return b.String()
-}
+var percentAll = echotest.PercentAll
 
-func htmlAll(s string) string {
-	var b strings.Builder
-	for i := range len(s) {
-		fmt.Fprintf(&b, "&#x%x;", s[i])
-	}
-	return b.String()
-}
+// htmlAll writes every character of s as a hexadecimal character reference.
+func htmlAll(s string) string { return echotest.References(s, "&#x%x;") }
 
 func TestEchoesOfCredentialsAreRedacted(t *testing.T) {
 	get := func(c *Client) error { _, err := c.Users.Get(context.Background(), "u-1"); return err }
@@ -286,28 +278,60 @@ func TestRequestIDShape(t *testing.T) {
 	}
 }
 
-// A credential shorter than 8 bytes would match everywhere: the texts are
-// withheld rather than searched, but the documented reasons are kept, so
+// A credential shorter than 8 bytes is redacted where neither neighbour
+// is an ASCII letter or digit; the texts are kept, and the reasons too, so
 // that errors still match their sentinels.
-func TestShortCredentialWithholdsTexts(t *testing.T) {
+func TestShortCredentialIsRedactedBetweenWords(t *testing.T) {
 	r := newRedactor("Bearer abc", "abc")
-	e := r.error(&APIError{StatusCode: 400, Reason: ReasonRequestValidation, Message: "token abc is bad", Body: []byte("abc"),
-		Header: http.Header{"X-Echo": {"abc"}}, RequestID: "abc"}).(*APIError)
-	if e.Message != withheldText || e.Body != nil || e.Header != nil || e.RequestID != "" || !errors.Is(e, ErrValidation) {
-		t.Errorf("redacted = %#v; want the texts withheld and the reason kept", e)
+	e := r.error(&APIError{StatusCode: 400, Reason: ReasonRequestValidation, Message: "token abc is bad, not abcd", Body: []byte("abc"),
+		Header: http.Header{"X-Echo": {"abc"}, "X-Kept": {"fabc"}}, RequestID: "id-abc"}).(*APIError)
+	want := &APIError{StatusCode: 400, Reason: ReasonRequestValidation, Message: "token REDACTED is bad, not abcd", Body: []byte("abc"),
+		Header: http.Header{"X-Echo": {"REDACTED"}, "X-Kept": {"fabc"}}, RequestID: "id-REDACTED"}
+	if diff := cmp.Diff(want, e); diff != "" || !errors.Is(e, ErrValidation) {
+		t.Errorf("redacted (-want +got):\n%s", diff)
 	}
 }
 
 // A body cut at its limit may end with the start of a credential, raw or
-// escaped: that start is redacted too.
+// escaped: that start is redacted too. One longer than the limit is
+// redacted whole, then cut.
 func TestCutBodyEndsWithoutACredentialStart(t *testing.T) {
 	r := newRedactor(xechoToken)
 	for _, tail := range []string{xechoToken[:5], percentAll(xechoToken)[:11], htmlAll(xechoToken)[:14], `mgmt\u002d`, `mgmt\u00`} {
 		body := strings.Repeat("x", maxErrorBody-len(tail)) + tail
-		got := string(r.error(&APIError{Body: []byte(body)}).(*APIError).Body)
+		got := string(r.body([]byte(body), maxErrorBody, true))
 		if want := strings.Repeat("x", maxErrorBody-len(tail)) + redacted; got != want {
 			t.Errorf("body ending %q kept as ...%q; want ...%q", tail, got[max(0, len(got)-20):], want[len(want)-20:])
 		}
+	}
+	body := strings.Repeat("x", maxErrorBody-5) + xechoToken + " and more"
+	if got, want := string(r.body([]byte(body), maxErrorBody, false)), strings.Repeat("x", maxErrorBody-5)+redacted; got != want {
+		t.Errorf("body kept as ...%q; want ...%q", got[len(got)-20:], want[len(want)-20:])
+	}
+}
+
+// Every text is bounded before it is redacted: a longer one is cut at
+// maxText, and is a cut text; the headers kept are bounded in all.
+func TestTextsAreBoundedBeforeRedaction(t *testing.T) {
+	r := newRedactor(xechoToken)
+	long := strings.Repeat("y", maxText-4) + xechoToken + strings.Repeat("z", 100)
+	if got, want := r.text(long), strings.Repeat("y", maxText-4)+redacted; got != want {
+		t.Errorf("text of %d bytes kept as ...%q; want ...%q", len(long), got[len(got)-20:], want[len(want)-20:])
+	}
+	h := http.Header{}
+	for i := range 40 {
+		h.Set(fmt.Sprintf("X-Big-%02d", i), strings.Repeat("v", 1000))
+	}
+	h.Set("X-Huge", strings.Repeat("w", 1<<20))
+	kept := r.header(h)
+	n := 0
+	for _, vs := range kept {
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	if n > maxKeptHeaders+len(redacted) || len(kept["X-Big-00"]) != 1 || len(kept["X-Huge"]) != 0 {
+		t.Errorf("kept %d bytes of headers in %d names; want at most %d, the first names in order", n, len(kept), maxKeptHeaders)
 	}
 }
 
@@ -344,5 +368,24 @@ func TestRedactedCauseStillMatches(t *testing.T) {
 	err := r.error(&TransportError{Method: "GET", Path: "/users", Err: fmt.Errorf("dial %s: %w", xechoToken, context.DeadlineExceeded)})
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), xechoToken) {
 		t.Errorf("err = %v; want context.DeadlineExceeded matched, the token gone", err)
+	}
+}
+
+// A documented reason, code or role is kept as it is, even where a short
+// credential is one of its words: errors still match their sentinels.
+func TestDocumentedWordsAreKept(t *testing.T) {
+	r := newRedactor("Bearer COMMON", "COMMON", "invalid")
+	e := r.error(&APIError{StatusCode: 404, Reason: ReasonEntityNotFound, Message: "COMMON thing not found"}).(*APIError)
+	if e.Reason != ReasonEntityNotFound || e.Message != "REDACTED thing not found" || !errors.Is(e, ErrNotFound) {
+		t.Errorf("redacted = %+v; want the reason kept, the message redacted", e)
+	}
+	te := r.error(&TokenError{StatusCode: 401, Code: "invalid_client", Description: "invalid secret"}).(*TokenError)
+	if te.Code != "invalid_client" || te.Description != "REDACTED secret" || !errors.Is(te, ErrInvalidClient) {
+		t.Errorf("redacted = %+v; want the code kept", te)
+	}
+	auth := &EndUserAuthentication{Role: "SERVICE_ACCOUNT", ClientResponse: &ClientResponse{HTTPBody: ClientErrorBody{Reason: "auth.unauthorized", ErrorMessage: "invalid token"}}}
+	newRedactor("SERVICE", "unauthorized").verdict(auth)
+	if auth.Role != RoleServiceAccount || auth.ClientResponse.HTTPBody.Reason != "auth.unauthorized" {
+		t.Errorf("verdict = %+v, %+v; want the role and reason kept", auth, auth.ClientResponse)
 	}
 }

@@ -266,3 +266,14 @@ func TestConfigShowsEffectiveValues(t *testing.T) {
 		})
 	}
 }
+
+// A Client logs as its base URL under slog's JSON handler too, which
+// would otherwise print its exported fields.
+func TestClientLogValue(t *testing.T) {
+	c, _ := setup(t)
+	var logs bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("m", "client", c)
+	if want := `"client":{"base_url":"https://api.example.test"}`; !strings.Contains(logs.String(), want) {
+		t.Errorf("log %s; want it to hold %s", logs.String(), want)
+	}
+}

@@ -104,7 +104,8 @@ func (t keepRedirects) CloseIdleConnections() {
 	}
 }
 
-// maxRedirectPath bounds the path of a redirect's Location named in APIError.Message.
+// maxRedirectPath bounds the path of a redirect's Location named in
+// APIError.Message, once redacted whole.
 const maxRedirectPath = 200
 
 func isRedirect(status int) bool { return status >= 300 && status <= 399 }
@@ -112,8 +113,9 @@ func isRedirect(status int) bool { return status >= 300 && status <= 399 }
 // redirectError describes a redirect answered to req,
 // without following it: where it pointed, by path only (a Location's host
 // and query are not the caller's business and can carry anything), and
-// whether that is another origin (scheme, host or port).
-func redirectError(req *request, resp *http.Response) *APIError {
+// whether that is another origin (scheme, host or port). The path came from
+// outside: r redacts it whole before it is cut.
+func redirectError(req *request, resp *http.Response, r *redactor) *APIError {
 	e := &APIError{StatusCode: resp.StatusCode, Method: req.method, Path: req.path}
 	e.Header, e.RequestID, _ = answerMeta(resp.Header, time.Now())
 	locs := resp.Header.Values("Location")
@@ -127,9 +129,10 @@ func redirectError(req *request, resp *http.Response) *APIError {
 		e.Message = "redirect to an unreadable Location not followed"
 	default:
 		to = from.ResolveReference(to)
-		where := "to " + truncate(to.EscapedPath(), maxRedirectPath)
+		path := r.kept(to.EscapedPath(), maxRedirectPath, false)
+		where := "to " + path
 		if origin(to) != origin(from) {
-			where = "to another origin, path " + truncate(to.EscapedPath(), maxRedirectPath) + ","
+			where = "to another origin, path " + path + ","
 		}
 		e.Message = "redirect " + where + " not followed"
 	}

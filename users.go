@@ -142,10 +142,12 @@ func (s *UsersService) List(ctx context.Context, opts *ListOptions) iter.Seq2[*U
 
 // ListPage fetches one page of Users: the first page in the order opts
 // asks for, or the page opts.NextPage links to. To fetch the next page,
-// pass the returned Page.NextPage as ListOptions.NextPage; the link is
-// checked then, as List checks it. A page that links to itself fails with
-// ErrInvalidPageLink; a caller paging by hand should also stop on a link it
-// has already followed, as List does.
+// pass the returned Page.NextPage as ListOptions.NextPage. A next_page
+// link that List would refuse (another host, a dot segment, a page that
+// links to itself, ...) is not handed on: ListPage returns the page with
+// its Items, an empty NextPage, and an error matching ErrInvalidPageLink,
+// as List yields the items, then the error. A caller paging by hand should
+// also stop on a link it has already followed, as List does.
 //
 // API: GET /users or GET {next_page}
 func (s *UsersService) ListPage(ctx context.Context, opts *ListOptions) (*Page[*User], error) {

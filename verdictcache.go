@@ -193,7 +193,7 @@ func (c *verdictCache) verdict(auth *EndUserAuthentication, header string, now t
 	case !auth.Valid:
 		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(c.invalidTTL)}
 	case auth.Role != RoleAppUser:
-		role := newRedactor(authForms(header)...).text(string(auth.Role))
+		role := newRedactor(authForms(header)...).word(string(auth.Role))
 		return authVerdict{err: errorf("%w: %.64q", ErrForbiddenRole, role), expires: now.Add(c.validTTL)}
 	}
 	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(c.validTTL)}

@@ -42,7 +42,10 @@ func (s *service) issueToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, tokenError{Error: "unsupported_grant_type", ErrorDescription: msgUnsupportedType})
 		return
 	}
-	tok := "mgmt-" + rand.Text()
+	tok := s.opts.mgmtToken
+	if tok == "" {
+		tok = "mgmt-" + rand.Text()
+	}
 	now := time.Now()
 	s.mu.Lock()
 	for t, exp := range s.tokens { // forget expired tokens; they are refused the same way as unknown ones
@@ -89,9 +92,11 @@ func (s *service) ExpireTokens() {
 
 // IssueEndUserToken returns a new End User access token of the User with
 // the given id, as the application SDK would hold after the User signed
-// in. It is the bare token: an End User sends it as "Bearer " + token, and
-// that whole string is what the authenticate endpoint validates. The token
-// stays valid until RevokeEndUserToken. It panics if the User was not added.
+// in: a random one, or the next of WithEndUserTokens. It is the bare
+// token: an End User sends it as "Bearer " + token, and that whole string
+// is what the authenticate endpoint validates. The token stays valid until
+// RevokeEndUserToken. It panics if the User was not added, or when every
+// token of WithEndUserTokens was issued.
 func (s *service) IssueEndUserToken(userID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,6 +104,13 @@ func (s *service) IssueEndUserToken(userID string) string {
 		panic(fmt.Sprintf("managementtest: IssueEndUserToken(%q): no such User; add it with AddUser first", userID))
 	}
 	tok := "eu-" + rand.Text()
+	if chosen := s.opts.endUserTokens; chosen != nil {
+		if s.endUsersIssued == len(chosen) {
+			panic(fmt.Sprintf("managementtest: IssueEndUserToken(%q): the %d tokens of WithEndUserTokens were all issued", userID, len(chosen)))
+		}
+		tok = chosen[s.endUsersIssued]
+		s.endUsersIssued++
+	}
 	s.endUsers[tok] = userID
 	return tok
 }

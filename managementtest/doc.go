@@ -76,6 +76,17 @@
 // methods panic on misuse (an empty or duplicate id, an unknown associated
 // User or Thing), as test helpers do.
 //
+// The tokens the server issues are random unless WithManagementToken and
+// WithEndUserTokens choose them: a test of what the service's messages
+// show can then use tokens of a few bytes (the SDK redacts a credential
+// under 8 bytes only where it stands alone, and keeps the rest of every
+// text):
+//
+//	srv := managementtest.NewServer(
+//		managementtest.WithManagementToken("qzx7k"),
+//		managementtest.WithEndUserTokens("vbn4w", "plm9r"))
+//	tok := srv.IssueEndUserToken("u-1") // "vbn4w"
+//
 // # Faults
 //
 // FailNext answers the next requests of a Route with an error status in

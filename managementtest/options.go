@@ -31,6 +31,8 @@ type options struct {
 	unsetMarker   string
 	rateLimit     rate.Limit // 0: none
 	rateBurst     int
+	mgmtToken     string   // "": random ones
+	endUserTokens []string // nil: random ones
 }
 
 func defaultOptions() options {
@@ -111,4 +113,55 @@ func WithUnsetMarker(m string) Option {
 		panic("managementtest: WithUnsetMarker: the marker must not be empty")
 	}
 	return func(o *options) { o.unsetMarker = m }
+}
+
+// WithManagementToken makes the token endpoint issue tok as every
+// management token, instead of a random one ("mgmt-" and 26 random
+// characters), so that a test can choose the token the service's answers
+// may echo: a short one, as tests of messages and redaction use (the SDK
+// redacts a token under 8 bytes only where neither neighbour is a letter or
+// a digit, and keeps the rest of the text). tok is live from each token
+// request until the token lifetime passes, as a random token is;
+// ExpireTokens ends it until the next token request. It panics if tok is
+// empty or holds a space or a control character, which an Authorization
+// header cannot carry as a token.
+func WithManagementToken(tok string) Option {
+	if why := tokenProblem(tok); why != "" {
+		panic(fmt.Sprintf("managementtest: WithManagementToken(%q): the token %s", tok, why))
+	}
+	return func(o *options) { o.mgmtToken = tok }
+}
+
+// WithEndUserTokens makes IssueEndUserToken return toks, in order, instead
+// of random tokens ("eu-" and 26 random characters); once all are issued,
+// IssueEndUserToken panics, and Reset starts again from the first. It
+// panics if a token is empty, holds a space or a control character, or is
+// given twice; NewServer panics if one is also the management token of
+// WithManagementToken.
+func WithEndUserTokens(toks ...string) Option {
+	seen := make(map[string]bool, len(toks))
+	for _, tok := range toks {
+		if why := tokenProblem(tok); why != "" {
+			panic(fmt.Sprintf("managementtest: WithEndUserTokens: the token %q %s", tok, why))
+		}
+		if seen[tok] {
+			panic(fmt.Sprintf("managementtest: WithEndUserTokens: the token %q is given twice", tok))
+		}
+		seen[tok] = true
+	}
+	toks = append([]string(nil), toks...)
+	return func(o *options) { o.endUserTokens = toks }
+}
+
+// tokenProblem says why tok cannot be a token of the fake, "" when it can.
+func tokenProblem(tok string) string {
+	if tok == "" {
+		return "is empty"
+	}
+	for i := range len(tok) {
+		if c := tok[i]; c <= ' ' || c == 0x7f {
+			return "holds a space or a control character"
+		}
+	}
+	return ""
 }

@@ -3,8 +3,11 @@ package managementtest
 import (
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -84,6 +87,9 @@ func newServer(opts []Option, closed chan struct{}) *Server {
 	}
 	if o.clientID == "" {
 		o.clientID, o.clientSecret = "client-"+rand.Text(), rand.Text()
+	}
+	if o.mgmtToken != "" && slices.Contains(o.endUserTokens, o.mgmtToken) {
+		panic(fmt.Sprintf("managementtest: the token %q is both the management token and an End User token", o.mgmtToken))
 	}
 	s := &Server{ClientID: o.clientID, ClientSecret: o.clientSecret, closed: closed}
 	s.service.init(o, closed)
@@ -166,4 +172,15 @@ func (s *Server) String() string {
 // the tokens a Server holds.
 func (s *Server) GoString() string {
 	return s.String()
+}
+
+// Format writes String whatever the verb (quoted for %q): no verb, %d or
+// %t included, prints the fields one by one, which would show the client
+// secret and the tokens and read the state while requests change it.
+func (s *Server) Format(f fmt.State, verb rune) {
+	text := s.String()
+	if verb == 'q' {
+		text = strconv.Quote(text)
+	}
+	_, _ = io.WriteString(f, text)
 }

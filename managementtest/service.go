@@ -28,16 +28,17 @@ type service struct {
 	routes        []Route        // the endpoints registered, in order
 	methods       []string       // the methods of the endpoints, sorted
 
-	mu            sync.Mutex // guards everything below
-	limited       int        // requests answered 429 by limiter
-	store         store
-	tokens        map[string]time.Time // management token -> expiry
-	endUsers      map[string]string    // End User token -> user id
-	snapshots     map[string]*snapshot // page snapshot id -> snapshot
-	snapshotOrder []string             // ids of snapshots, oldest first
-	faults        faults
-	requests      map[Route]int
-	log           []*Request // at most maxLog, oldest first
+	mu             sync.Mutex // guards everything below
+	limited        int        // requests answered 429 by limiter
+	store          store
+	tokens         map[string]time.Time // management token -> expiry
+	endUsers       map[string]string    // End User token -> user id
+	endUsersIssued int                  // the tokens of WithEndUserTokens issued
+	snapshots      map[string]*snapshot // page snapshot id -> snapshot
+	snapshotOrder  []string             // ids of snapshots, oldest first
+	faults         faults
+	requests       map[Route]int
+	log            []*Request // at most maxLog, oldest first
 }
 
 // init sets up an empty service with every endpoint registered.
@@ -147,6 +148,7 @@ func (s *service) reset() {
 	s.store = newStore()
 	s.tokens = make(map[string]time.Time)
 	s.endUsers = make(map[string]string)
+	s.endUsersIssued = 0
 	s.snapshots = make(map[string]*snapshot)
 	s.snapshotOrder = nil
 	s.faults = faults{}

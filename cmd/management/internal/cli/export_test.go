@@ -436,7 +436,7 @@ func TestExportResealedCheckpoint(t *testing.T) {
 
 // hostileLink answers every list of Users with one User and a next_page
 // link that holds terminal control sequences, as a hostile or broken
-// service might: the SDK hands the link over as the service wrote it.
+// service might: the SDK refuses the link.
 type hostileLink struct{ next http.RoundTripper }
 
 const hostileNextPage = "/v2/api/management/service_connect/users?page=\x1b]0;pwned\a\x1b[2J"
@@ -448,19 +448,20 @@ func (h hostileLink) RoundTrip(req *http.Request) (*http.Response, error) {
 	return jsonAnswer(req, map[string]any{"users": []any{map[string]any{"id": "u-1"}}, "next_page": hostileNextPage}), nil
 }
 
-// TestListPagesEscapesLink: the link --pages prints comes from the
-// service, so its control characters are shown escaped, never raw.
+// TestListPagesEscapesLink: a link with control characters comes from the
+// service; the SDK refuses it (ListPage returns no link that List would
+// refuse), and nothing of it reaches the terminal raw.
 func TestListPagesEscapesLink(t *testing.T) {
 	srv := managementtest.NewInMemoryServer()
 	e := useServer(t, srv)
 	e.stderrTTY = true
 	e.httpClient = &http.Client{Transport: hostileLink{next: e.httpClient.Transport}}
 	r := e.run(t, "users", "list", "--pages", "1")
-	if r.code != ExitOK || !strings.Contains(r.stderr, "--next-page") {
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "invalid next_page link") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if strings.ContainsAny(r.stderr, "\x1b\a") || !strings.Contains(r.stderr, `\x1b]0;pwned\a\x1b[2J`) {
-		t.Errorf("stderr %q: want the link's control characters escaped", r.stderr)
+	if strings.ContainsAny(r.stdout+r.stderr, "\x1b\a") {
+		t.Errorf("stdout %q, stderr %q: want no raw control character", r.stdout, r.stderr)
 	}
 }
 

@@ -209,7 +209,8 @@ func listRun[T any](ctx context.Context, opts *ListOptions[T]) error {
 			return false, err
 		}
 		if pages++; p.NextPage != "" && pages == opts.Pages {
-			// The link is the service's text, not yet checked by the SDK.
+			// The link is the service's text: ListPage hands on none that List
+			// would refuse, and it is escaped all the same.
 			fmt.Fprintf(opts.IO.ErrOut, "More %s: resume with --next-page %s\n", res.plural, escapeControls(shellQuote(p.NextPage)))
 			return false, nil
 		}

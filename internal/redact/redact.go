@@ -1,0 +1,500 @@
+// Package redact finds credentials in texts and replaces them with
+// Marker, whatever form an echo of them takes, in time linear in the
+// text's length. The SDK passes every text that came from outside through
+// it (the root package's redact.go binds it to a Client's credentials);
+// whatever else must hold no credential (a recording of answers) can use
+// it too.
+//
+// A credential is searched for in five forms: as it is, and in standard
+// and URL-safe base64, padded or not. A text is searched in every reading
+// an echo may need: as written, and decoded by each family of escapes
+// (JSON string escapes; HTML character references; percent-encoding, with
+// and without '+' for a space), and by all of these at once, with and
+// without '+', once, twice and three times over, so that escapes applied
+// twice (%252B, \u0026#x2B;) are read too.
+//
+// Each reading is decoded in one pass that notes, for each byte, where the
+// escape it came from starts in the text, and each form is found in it by
+// Knuth-Morris-Pratt: nothing backtracks, and a reading whose text an
+// earlier one already had is not searched again. A Redactor counts its
+// steps (the bytes it examines over all readings and forms), and they
+// never exceed StepsPerByte × len(text) × Forms().
+//
+// An echo may start inside an escape, when the text before it ends with an
+// escape character that reads as one with the echo's first characters
+// ("100%" before "C5..." reads "%C5"): a second search starts in each
+// escape a reading decodes. What this cannot find is an echo encoded twice
+// whose first characters were taken that way by the first decoding: a text
+// that malformed is not one a service writes.
+package redact
+
+import (
+	"encoding/base64"
+	"hash/maphash"
+	"strings"
+)
+
+// Marker replaces each credential found.
+const Marker = "REDACTED"
+
+// MinLen is the length from which a form is found wherever it appears. A
+// shorter one (a test's token "tok-1") would also match inside words and
+// identifiers: it is found only where neither neighbour, in the reading
+// where it is found, is an ASCII letter or digit. Where that is wrong, it
+// is wrong by redacting more.
+const MinLen = 8
+
+// maxFormLen bounds a form: a longer credential is searched for by its
+// first maxFormLen bytes, and what follows them in the text is redacted
+// with them as far as it goes on like the credential; its base64 forms are
+// searched for by the encoding of its first maxFormLen/4*3 bytes, which is
+// the start of the whole one's, and redacted that far. (The SDK's texts are
+// shorter than that: a longer form could only be found cut.)
+const maxFormLen = 4096
+
+// maxDepth is how many times over a family of escapes decodes a text.
+const maxDepth = 3
+
+// maxEscape is the longest escape read, `\uXXXX\uXXXX`: a text cut at
+// most this far after the start of an escape may have split it.
+const maxEscape = 12
+
+// The escapes a reading decodes, and the characters that start them.
+type kind uint8
+
+const (
+	kJSON    kind = 1 << iota // `\"`, `\\`, `\/`, `\b` ... `\uXXXX`
+	kHTML                     // `&amp;`, `&#43;`, `&#x2B;` ...
+	kPercent                  // `%2B`
+	kPlus                     // `+` for a space, as forms and query strings write it
+)
+
+// families are the escapes of the readings, and how many times over
+// each decodes a text. Each kind alone is read once, for a credential that
+// holds the characters of another (a secret with '%' quoted in JSON);
+// all kinds at once are read up to maxDepth times, for escapes applied
+// twice or three times, of one kind or of several (%252B, \u0026#x2B;).
+var families = [...]struct {
+	kinds kind
+	depth int
+}{
+	{kJSON, 1}, {kHTML, 1}, {kPercent, 1}, {kPercent | kPlus, 1},
+	{kJSON | kHTML | kPercent, maxDepth}, {kJSON | kHTML | kPercent | kPlus, maxDepth},
+}
+
+// maxReadings is the most readings of one text: as written, and each
+// family at each of its depths.
+const maxReadings = 1 + 4*1 + 2*maxDepth
+
+// StepsPerByte is the c of the bound on a Redactor's work: redacting a
+// text of n bytes for F forms takes at most c × n × F steps (n and F
+// taken as at least 1). Per reading, decoding examines each byte once and,
+// at the start of a possible escape, at most maxEscape more; its hash and
+// the check for escape characters examine each byte once more; and each
+// form's search examines each byte at most twice (KMP falls back at most
+// as often as it advances), and as often again at the end of a cut text;
+// the search that starts inside an escape examines each byte at most twice
+// more, and at each escape its characters (at most maxEscape) twice; and a
+// long form's rest is compared with each byte at most once.
+const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 + 4 + (4 + maxEscape) + 1)
+
+// A Redactor replaces credentials in texts. It is safe for concurrent use.
+type Redactor struct {
+	forms []form
+}
+
+// form is one spelling of a credential, with its KMP failure function.
+type form struct {
+	s     string
+	rest  string  // what follows s in a credential longer than maxFormLen
+	short bool    // shorter than MinLen: found between non-alphanumeric neighbours only
+	fail  []int32 // fail[q] is the length of the longest proper border of s[:q+1]
+}
+
+// New returns a Redactor of creds (each trimmed of white space; empty ones
+// are ignored).
+func New(creds ...string) *Redactor {
+	r := &Redactor{}
+	r.add(creds)
+	return r
+}
+
+// With returns a Redactor of r's credentials and creds; r is unchanged.
+func (r *Redactor) With(creds ...string) *Redactor {
+	out := &Redactor{forms: r.forms[:len(r.forms):len(r.forms)]}
+	out.add(creds)
+	return out
+}
+
+// Forms is the number of forms searched for: the F of the bound on steps.
+func (r *Redactor) Forms() int { return len(r.forms) }
+
+func (r *Redactor) add(creds []string) {
+	for _, c := range creds {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		r.addForm(c[:min(len(c), maxFormLen)], c[min(len(c), maxFormLen):])
+		b := []byte(c[:min(len(c), maxFormLen/4*3)])
+		for _, f := range [...]string{
+			base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+			base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		} {
+			r.addForm(f[:min(len(f), maxFormLen)], "")
+		}
+	}
+}
+
+func (r *Redactor) addForm(s, rest string) {
+	for _, f := range r.forms {
+		if f.s == s && f.rest == rest {
+			return
+		}
+	}
+	f := form{s: s, rest: rest, short: len(s) < MinLen, fail: make([]int32, len(s))}
+	for q, k := 1, int32(0); q < len(s); q++ {
+		for k > 0 && s[q] != s[k] {
+			k = f.fail[k-1]
+		}
+		if s[q] == s[k] {
+			k++
+		}
+		f.fail[q] = k
+	}
+	r.forms = append(r.forms, f)
+}
+
+// Text returns s with every form found in any reading of it replaced by
+// Marker.
+func (r *Redactor) Text(s string) string {
+	out, _ := r.Redact(s, false)
+	return out
+}
+
+// Cut is Text for a text that ended early, cut at a limit or by a read
+// that failed: a start of a form at its end is replaced too, also one
+// followed by what may be the start of an escape that the cut split
+// (`%2`, `\u00`, `&#x4`).
+func (r *Redactor) Cut(s string) string {
+	out, _ := r.Redact(s, true)
+	return out
+}
+
+// Redact is Text, or Cut when cut, that also says how many steps it took.
+func (r *Redactor) Redact(s string, cut bool) (string, int) {
+	if len(r.forms) == 0 || s == "" {
+		return s, 0
+	}
+	st := search{forms: r.forms, s: s, cut: cut}
+	present := st.escapesIn(s)
+	st.reading(s, nil)
+	var out []byte
+	var maps [2][]int32
+	for _, fam := range families {
+		k := fam.kinds
+		text, from, holds := s, []int32(nil), present
+		for d := range fam.depth {
+			if holds&k == 0 {
+				break // nothing to decode: the reading would be the last one
+			}
+			if out == nil {
+				// A reading is never longer than the text: one allocation each.
+				out, maps[0], maps[1] = make([]byte, 0, len(s)), make([]int32, 0, len(s)), make([]int32, 0, len(s))
+			}
+			var changed bool
+			st.escapes = st.escapes[:0]
+			st.input, st.inputFrom = text, from
+			out, maps[d%2], holds, changed = st.decode(text, from, k, out[:0], maps[d%2][:0])
+			if !changed {
+				break
+			}
+			text, from = string(out), maps[d%2]
+			if st.seen(text) {
+				continue
+			}
+			st.reading(text, from)
+		}
+	}
+	return st.result(), st.steps
+}
+
+// search is one text being redacted.
+type search struct {
+	forms []form
+	s     string // the text
+	cut   bool
+	steps int
+	delta []int32 // nil until a span is found: +1 where one starts, -1 where it ends
+	// The decoded escapes of the reading searched, in order, and the text
+	// it was decoded from (a reading of the one before, or st.s) with its
+	// map to st.s: an echo may start inside one of them.
+	escapes   []escape
+	input     string
+	inputFrom []int32
+	hashes    [maxReadings]uint64 // of the decoded readings searched
+	nhashes   int
+}
+
+// seed hashes readings, to tell one already searched.
+var seed = maphash.MakeSeed()
+
+// seen reports whether a reading of the same text was searched already,
+// and notes this one.
+func (st *search) seen(text string) bool {
+	st.steps += len(text)
+	h := maphash.String(seed, text)
+	for _, v := range st.hashes[:st.nhashes] {
+		if v == h {
+			return true
+		}
+	}
+	st.hashes[st.nhashes] = h
+	st.nhashes++
+	return false
+}
+
+// escapesIn returns the kinds of escape whose starting character s holds.
+func (st *search) escapesIn(s string) kind {
+	st.steps += len(s)
+	var k kind
+	for i := range len(s) {
+		k |= starts(s[i])
+	}
+	return k
+}
+
+// starts returns the kind of escape that c starts, 0 for none.
+func starts(c byte) kind {
+	switch c {
+	case '\\':
+		return kJSON
+	case '&':
+		return kHTML
+	case '%':
+		return kPercent
+	case '+':
+		return kPlus
+	}
+	return 0
+}
+
+// orig is where, in the text, the escape that gave byte i of a reading
+// starts; from maps the reading's bytes, nil for the text itself.
+func orig(from []int32, i int) int {
+	if from == nil {
+		return i
+	}
+	return int(from[i])
+}
+
+// reading searches text, a reading of st.s, for every form.
+func (st *search) reading(text string, from []int32) {
+	for i := range st.forms {
+		f := &st.forms[i]
+		st.find(text, from, f)
+		if st.cut {
+			st.tail(text, from, f)
+		}
+	}
+}
+
+// find adds a span for each occurrence of f in text (KMP; where the
+// search is at the start of f, IndexByte skips to the next candidate).
+//
+// An echo may also start inside an escape of the text, when what comes
+// before it ends with an escape character that reads as one with the
+// echo's first characters ("100%" before "C5..." reads "%C5"). So at each
+// decoded escape of st.escapes, a second search (b) starts from the
+// escape's characters after the first, read as they are, then goes on
+// with the reading after the escape; one such search at a time.
+func (st *search) find(text string, from []int32, f *form) {
+	s, q := f.s, 0
+	ext := 0 // where the last match of a long form followed its rest to
+	b := struct {
+		q, from int // its state, and the first byte of text it reads
+		start   int // where, in st.s, its occurrence starts
+	}{}
+	escapes := st.escapes
+	for i := 0; i < len(text); {
+		if len(escapes) > 0 && int(escapes[0].out) == i {
+			if b.q == 0 {
+				b.q, b.start, b.from = st.straddle(text, from, escapes[0], f)
+			}
+			escapes = escapes[1:]
+		}
+		if q == 0 && b.q == 0 {
+			next := len(text)
+			if len(escapes) > 0 {
+				next = int(escapes[0].out)
+			}
+			j := strings.IndexByte(text[i:next], s[0])
+			if j < 0 {
+				st.steps += next - i
+				i = next
+				continue
+			}
+			st.steps += j
+			i += j
+		}
+		c := text[i]
+		st.steps++
+		q = st.step(f, q, c)
+		if q == len(s) {
+			b := i + 1
+			if f.rest != "" && i+1-len(s) >= ext {
+				// Each byte is compared with the rest once: a match
+				// starting inside the last one followed is not followed.
+				for k := 0; b < len(text) && k < len(f.rest) && text[b] == f.rest[k]; k++ {
+					b++
+					st.steps++
+				}
+				ext = b
+			}
+			st.match(text, from, i+1-len(s), b, f.short)
+			q = int(f.fail[q-1])
+		}
+		if b.q > 0 && i >= b.from {
+			st.steps++
+			if b.q = st.step(f, b.q, c); b.q == len(s) {
+				if !(f.short && ((b.start > 0 && alnum(st.s[b.start-1])) || (i+1 < len(text) && alnum(text[i+1])))) {
+					st.span(b.start, st.end(text, from, i+1))
+				}
+				b.q = 0
+			}
+		}
+		i++
+	}
+}
+
+// step is KMP's step from state q on byte c.
+func (st *search) step(f *form, q int, c byte) int {
+	for q > 0 && f.s[q] != c {
+		q = int(f.fail[q-1])
+		st.steps++
+	}
+	if f.s[q] == c {
+		q++
+	}
+	return q
+}
+
+// escape is a decoded escape of a reading: its first byte in the
+// reading, and where it was in the text the reading was decoded from.
+type escape struct{ out, in, end int32 }
+
+// straddle reads the characters of escape e after its first, as they
+// stand in the text the reading was decoded from: it returns the state of
+// f they leave, where in st.s the part of them f starts with begins, and
+// the first byte of text after the escape.
+func (st *search) straddle(text string, from []int32, e escape, f *form) (q, start, next int) {
+	next = int(e.out) + 1
+	for next < len(text) && from[next] == from[e.out] {
+		next++
+		st.steps++
+	}
+	for k := e.in + 1; k < e.end; k++ {
+		st.steps++
+		if q = st.step(f, q, st.input[k]); q == len(f.s) {
+			q = int(f.fail[q-1]) // whole in the escape: the text before has it
+		}
+	}
+	if q > 0 {
+		start = orig(st.inputFrom, int(e.end)-q)
+	}
+	return q, start, next
+}
+
+// match adds the span of the occurrence text[a:b] of a form.
+func (st *search) match(text string, from []int32, a, b int, short bool) {
+	if short && ((a > 0 && alnum(text[a-1])) || (b < len(text) && alnum(text[b]))) {
+		return
+	}
+	st.span(orig(from, a), st.end(text, from, b))
+}
+
+// end is where, in st.s, the escape that gave byte b-1 of a reading ends.
+func (st *search) end(text string, from []int32, b int) int {
+	if from == nil {
+		return b
+	}
+	// The bytes of one escape (a rune of up to 4 bytes) share their start.
+	for ; b < len(text) && from[b] == from[b-1]; b++ {
+		st.steps++
+	}
+	if b == len(text) {
+		return len(st.s)
+	}
+	return int(from[b])
+}
+
+// tail adds a span from a start of f at the end of text, a reading of a
+// cut text, to the end: a start that ends the reading, or that is followed
+// by a possible escape that starts in the last maxEscape bytes of st.s.
+func (st *search) tail(text string, from []int32, f *form) {
+	n := len(text)
+	lo := n // the first byte of the reading from the last maxEscape bytes of st.s
+	for lo > 0 && orig(from, lo-1) >= len(st.s)-maxEscape {
+		lo--
+		st.steps++
+	}
+	s, q, best := f.s, 0, -1
+	for i := max(0, lo-len(s)); ; i++ {
+		if i >= lo && q > 0 && (i == n || starts(st.s[orig(from, i)])&(kJSON|kHTML|kPercent) != 0) {
+			if a := i - q; !(f.short && a > 0 && alnum(text[a-1])) && (best < 0 || a < best) {
+				best = a
+			}
+		}
+		if i == n {
+			break
+		}
+		st.steps++
+		if q = st.step(f, q, text[i]); q == len(s) {
+			q = int(f.fail[q-1]) // a whole occurrence: find has it
+		}
+	}
+	if best >= 0 {
+		st.span(orig(from, best), len(st.s))
+	}
+}
+
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// span notes that st.s[a:b] is to be replaced.
+func (st *search) span(a, b int) {
+	if a >= b {
+		return
+	}
+	if st.delta == nil {
+		st.delta = make([]int32, len(st.s)+1)
+	}
+	st.delta[a]++
+	st.delta[b]--
+}
+
+// result is st.s with each run of bytes that spans cover replaced by one
+// Marker.
+func (st *search) result() string {
+	if st.delta == nil {
+		return st.s
+	}
+	st.steps += len(st.s)
+	var b strings.Builder
+	b.Grow(len(st.s))
+	at, depth := 0, int32(0)
+	for i, d := range st.delta {
+		next := depth + d
+		switch {
+		case depth == 0 && next > 0:
+			b.WriteString(st.s[at:i])
+			b.WriteString(Marker)
+		case depth > 0 && next == 0:
+			at = i
+		}
+		depth = next
+	}
+	b.WriteString(st.s[at:])
+	return b.String()
+}

@@ -1,0 +1,256 @@
+package redact
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/serviceconnect/management/internal/redact/echotest"
+)
+
+const token = "mgmt-token+/=1"
+
+// encodings are the spellings of an echo that each must be found in.
+var encodings = append(append([]echotest.Encoding(nil), echotest.Encodings...), echotest.Twice...)
+
+var (
+	jsonString = echotest.JSON
+	jsonAll    = echotest.JSONAll
+	references = echotest.References
+	percentAll = echotest.PercentAll
+)
+
+func TestEveryEncodingIsRedacted(t *testing.T) {
+	for _, cred := range []string{token, "Bearer " + token, `back\slash%25&amp;"quote"`, "s3cr3t wïth ünïcode 😀"} {
+		r := New(cred)
+		for _, enc := range encodings {
+			echo := enc.Encode(cred)
+			text := "before " + echo + " after"
+			got := r.Text(text)
+			if want := "before " + Marker + " after"; got != want && !(strings.HasPrefix(got, "before ") && strings.HasSuffix(got, " after") && strings.Contains(got, Marker)) {
+				t.Errorf("%q, %s: %q became %q; want %q", cred, enc.Name, text, got, want)
+			}
+			if strings.Contains(got, echo) {
+				t.Errorf("%q, %s: the echo %q survives in %q", cred, enc.Name, echo, got)
+			}
+		}
+	}
+}
+
+// An echo is replaced whole, and only the echo.
+func TestSpansAreTheEchoes(t *testing.T) {
+	r := New(token)
+	for text, want := range map[string]string{
+		"a " + token + " b " + token:                   "a REDACTED b REDACTED",
+		token + token:                                  "REDACTED",
+		`{"m":"` + jsonAll(token) + `"}`:               `{"m":"REDACTED"}`,
+		"/x/" + url.PathEscape(token) + "/y":           "/x/REDACTED/y",
+		"q=" + url.QueryEscape(url.QueryEscape(token)): "q=REDACTED",
+		"mgmt-token+/=":                                "mgmt-token+/=",
+		"":                                             "",
+		"nothing here":                                 "nothing here",
+	} {
+		if got := r.Text(text); got != want {
+			t.Errorf("Text(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// A short credential is found where neither neighbour is an ASCII
+// letter or digit, in every form and reading; the rest of the text stays.
+func TestShortCredentials(t *testing.T) {
+	r := New("Bearer qzx7k", "qzx7k")
+	for text, want := range map[string]string{
+		"User u-9 was not found":            "User u-9 was not found",
+		"token qzx7k refused":               "token REDACTED refused",
+		`{"t":"qzx7k"}`:                     `{"t":"REDACTED"}`,
+		"/users/qzx7k/things":               "/users/REDACTED/things",
+		"qzx7k":                             "REDACTED",
+		"aqzx7k qzx7kb qzx7k9 9qzx7k":       "aqzx7k qzx7kb qzx7k9 9qzx7k",
+		"t=" + percentAll("qzx7k") + "&x":   "t=REDACTED&x",
+		"t=" + references("qzx7k", "&#%d;"): "t=REDACTED",
+		`"` + jsonAll("qzx7k") + `"`:        `"REDACTED"`,
+		"b=" + base64.RawStdEncoding.EncodeToString([]byte("qzx7k")) + ".": "b=REDACTED.",
+		"Authorization: Bearer qzx7k":                                      "Authorization: REDACTED",
+	} {
+		if got := r.Text(text); got != want {
+			t.Errorf("Text(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// A cut text loses a start of a form at its end, raw or escaped, also one
+// followed by an escape the cut split.
+func TestCutTexts(t *testing.T) {
+	r := New(token)
+	for _, tail := range []string{
+		token[:5], token[:1], percentAll(token)[:11], percentAll(token)[:10], references(token, "&#x%x;")[:14],
+		`mgmt\u002d`, `mgmt\u00`, `mgmt\`, "mgmt%2", "mgmt%", "mgmt&#x2", "mgmt&am", strings.ReplaceAll(percentAll(token), "%", "%25")[:16],
+		jsonAll(references(token, "&#x%x;"))[:40],
+	} {
+		text := "kept text; " + tail
+		if got, want := r.Cut(text), "kept text; "+Marker; got != want {
+			t.Errorf("Cut(%q) = %q, want %q", text, got, want)
+		}
+		if got := r.Text(text); got != text {
+			t.Errorf("Text(%q) = %q; want it unchanged (not cut)", text, got)
+		}
+	}
+	if got := r.Cut("kept text"); got != "kept text" {
+		t.Errorf("Cut of a text that ends with no start of a form = %q", got)
+	}
+	short := New("qzx7k")
+	for text, want := range map[string]string{"a qzx": "a REDACTED", "aqzx": "aqzx", "a /qz": "a /REDACTED"} {
+		if got := short.Cut(text); got != want {
+			t.Errorf("short Cut(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// adversarial returns n bytes of text made to make a redactor work: runs
+// of escape characters, chains of escapes of escapes, alternating kinds,
+// and starts of the credential's forms that never finish.
+func adversarial(n int, cred string) string {
+	unit := strings.Repeat(`\`, 63) + `%25%25%252` + `&amp;amp;amp;#x` + `\u0026#x5c;%5C\\&#92;` + cred[:len(cred)-1] + "+%2B&#43;\\u00" + jsonAll(cred[:len(cred)/2])
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(unit)
+	}
+	return b.String()[:n]
+}
+
+// escapeCredentials are credentials made of the characters that start
+// escapes: the End User chooses the token the service quotes.
+var escapeCredentials = []string{
+	"Bearer " + strings.Repeat(`\`, 64),
+	strings.Repeat(`%25`, 20),
+	strings.Repeat(`&amp;`, 12),
+	strings.Repeat(`\%&+`, 16),
+	token,
+	"aaaaaaaaaaaaaaaaaaaaaaaaab",
+}
+
+// The steps never exceed StepsPerByte × n × forms, and grow as n does.
+func TestStepsAreLinear(t *testing.T) {
+	for _, cred := range escapeCredentials {
+		r := New(cred, "Bearer "+cred)
+		var perByte []float64
+		for _, n := range []int{1 << 10, 1 << 12, 1 << 14} {
+			for _, text := range []string{
+				adversarial(n, cred),
+				strings.Repeat(`\`, n),
+				strings.Repeat(cred[:len(cred)-1], n/(len(cred)-1)+1)[:n],
+				strings.Repeat("a", n),
+			} {
+				for _, cut := range []bool{false, true} {
+					_, steps := r.Redact(text, cut)
+					if bound := StepsPerByte * len(text) * r.Forms(); steps > bound {
+						t.Errorf("credential %.20q, %d bytes: %d steps, more than the bound %d", cred, len(text), steps, bound)
+					}
+				}
+			}
+			_, steps := r.Redact(adversarial(n, cred), true)
+			perByte = append(perByte, float64(steps)/float64(n))
+		}
+		if perByte[2] > perByte[0]*1.1 {
+			t.Errorf("credential %.20q: steps per byte %v grow with the text", cred, perByte)
+		}
+	}
+}
+
+// Each echo in a long adversarial text is found.
+func TestAdversarialTextStillRedacts(t *testing.T) {
+	cred := "Bearer " + strings.Repeat(`\`, 64)
+	r := New(cred)
+	text := adversarial(1<<12, cred) + jsonString(cred) + adversarial(1<<10, cred)
+	got := r.Text(text)
+	if strings.Contains(got, jsonString(cred)) || !strings.Contains(got, Marker) {
+		t.Errorf("the JSON echo survives")
+	}
+}
+
+func TestWithKeepsTheOriginal(t *testing.T) {
+	r := New(token)
+	both := r.With("eu-echo-token-9")
+	if got := r.Text("eu-echo-token-9"); got != "eu-echo-token-9" {
+		t.Errorf("the original redactor changed: %q", got)
+	}
+	if got := both.Text(token + " eu-echo-token-9"); got != "REDACTED REDACTED" {
+		t.Errorf("With: %q", got)
+	}
+}
+
+func TestLongCredentialsAreBounded(t *testing.T) {
+	long := strings.Repeat("k7Q", 5000)
+	r := New(long)
+	for _, f := range r.forms {
+		if len(f.s) > maxFormLen {
+			t.Errorf("a form of %d bytes", len(f.s))
+		}
+	}
+	if got := r.Text("x " + long + " y"); got != "x REDACTED y" {
+		t.Errorf("the long credential is kept as %.40q; want it redacted whole", got)
+	}
+	if _, steps := r.Redact(strings.Repeat(long, 3), false); steps > StepsPerByte*3*len(long)*r.Forms() {
+		t.Errorf("%d steps for a periodic long credential", steps)
+	}
+	if got := r.Text("x " + base64.StdEncoding.EncodeToString([]byte(long)) + " y"); strings.Contains(got, base64.StdEncoding.EncodeToString([]byte(long))[:100]) {
+		t.Errorf("the long credential's base64 survives: %.40q", got)
+	}
+}
+
+// BenchmarkAdversarial is the time per byte of redacting adversarial text
+// of 1 KiB, 64 KiB and 1 MiB: flat, as the work is linear.
+func BenchmarkAdversarial(b *testing.B) {
+	cred := "Bearer " + strings.Repeat(`\`, 64)
+	r := New(cred, strings.Repeat(`\`, 64), "client-secret-value", "client-id:client-secret-value", "mgmt-token-value-1", "Bearer mgmt-token-value-1")
+	for _, n := range []int{1 << 10, 64 << 10, 1 << 20} {
+		text := adversarial(n, cred)
+		b.Run(fmt.Sprintf("bytes=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Redact(text, true)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/byte")
+		})
+	}
+}
+
+// An echo whose first characters read as one escape with an escape
+// character just before it is found too.
+func TestEchoStartingInsideAnEscape(t *testing.T) {
+	for cred, text := range map[string]string{
+		"C5wQ7Q7Q7Q7 s":    `\0%C5wQ7Q7Q7Q7%20s0`,
+		`n0t"okenvalue`:    `path\n0t\"okenvalue!`,
+		"amp;token value":  "x&amp;token&#32;value",
+		"4142token+/value": "100%4142token%2B%2Fvalue.",
+	} {
+		got := New(cred).Text(text)
+		if !strings.Contains(got, Marker) || strings.Contains(got, cred[2:6]) {
+			t.Errorf("%q in %q: %q", cred, text, got)
+		}
+	}
+}
+
+// BenchmarkPlain is the time per byte of redacting a service's ordinary
+// answer: JSON without escapes, and with a few.
+func BenchmarkPlain(b *testing.B) {
+	r := New("client-secret-value", "client-id:client-secret-value", "mgmt-token-value-1", "Bearer mgmt-token-value-1", "Bearer eu-token-value-1", "eu-token-value-1")
+	for name, unit := range map[string]string{
+		"ascii":   `{"reason":"COMMON.ENTITY_NOT_FOUND","error_message":"User u-9 was not found"} `,
+		"escapes": `{"reason":"COMMON.REQUEST_VALIDATION","error_message":"page \u003c1\u003e of /users?x=a%20b&amp;c"} `,
+	} {
+		text := strings.Repeat(unit, 4096/len(unit)+1)[:4096]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Text(text)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(text)), "ns/byte")
+		})
+	}
+}
