@@ -1,6 +1,7 @@
 package management
 
 import (
+	engine "github.com/serviceconnect/management/internal/redact"
 	"strconv"
 	"time"
 )
@@ -15,20 +16,21 @@ func DocumentedDefaults() map[string]any {
 	auth := &Authenticator{SharedStore: newMemStore()}
 	auth.init()
 	return map[string]any{
-		"Config.MaxRetries":                    cfg.MaxRetries,
-		"Config.RetryWaitMin":                  cfg.RetryWaitMin,
-		"Config.RetryWaitMax":                  cfg.RetryWaitMax,
-		"Config.RefreshMargin":                 refreshMarginText(cfg.RefreshMargin),
-		"Config.PathPrefix":                    cfg.PathPrefix,
-		"Config.UnsetMarker":                   cfg.UnsetMarker,
-		"Config.MaxResponseBytes":              Bytes(cfg.MaxResponseBytes),
-		"Config.SharedStoreTimeout":            cfg.SharedStoreTimeout,
-		"Config.SharedStoreKey":                Bytes(minSharedStoreKey),
-		"a token request":                      tokenFetchTimeout,
-		"token requests left running":          maxTokenCalls,
-		"the calls a route's pause held":       pauseSpread,
-		"APIError.RequestID":                   Bytes(maxRequestID),
-		"a credential too short to search for": Bytes(minSecretLen),
+		"Config.MaxRetries":                             cfg.MaxRetries,
+		"Config.RetryWaitMin":                           cfg.RetryWaitMin,
+		"Config.RetryWaitMax":                           cfg.RetryWaitMax,
+		"Config.RefreshMargin":                          refreshMarginText(cfg.RefreshMargin),
+		"Config.PathPrefix":                             cfg.PathPrefix,
+		"Config.UnsetMarker":                            cfg.UnsetMarker,
+		"Config.MaxResponseBytes":                       Bytes(cfg.MaxResponseBytes),
+		"Config.SharedStoreTimeout":                     cfg.SharedStoreTimeout,
+		"Config.SharedStoreKey":                         Bytes(minSharedStoreKey),
+		"a token request":                               tokenFetchTimeout,
+		"token requests left running":                   maxTokenCalls,
+		"the calls a route's pause held":                pauseSpread,
+		"APIError.RequestID":                            Bytes(maxRequestID),
+		"a credential found only where it stands alone": Bytes(engine.MinLen),
+		"a text from outside, before redaction":         Bytes(maxText),
 
 		"Authenticator.CacheTTL":            auth.validTTL,
 		"an invalid verdict":                auth.invalidTTL,
