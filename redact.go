@@ -82,12 +82,7 @@ func (r *redactor) with(creds ...string) *redactor {
 
 // authForms returns the forms of an Authorization value that an echo may
 // take: the whole "<scheme> <token>" and the token alone.
-func authForms(h string) []string {
-	if _, tok, ok := strings.Cut(strings.TrimSpace(h), " "); ok {
-		return []string{h, tok}
-	}
-	return []string{h}
-}
+func authForms(h string) []string { return engine.AuthForms(h) }
 
 // text returns s, cut at maxText, without the credentials.
 func (r *redactor) text(s string) string { return r.redact(s, false) }
@@ -198,15 +193,9 @@ func (r *redactor) header(h http.Header) http.Header {
 	return safe
 }
 
-func credentialLike(name string) bool {
-	n := strings.ToLower(name)
-	for _, word := range []string{"cookie", "auth", "token", "secret", "key", "session", "signature", "credential"} {
-		if strings.Contains(n, word) {
-			return true
-		}
-	}
-	return false
-}
+// credentialLike reports whether a header can carry a credential by its
+// name (internal/redact's list, which managementtest's recorder shares).
+func credentialLike(name string) bool { return engine.CredentialHeader(name) }
 
 // urlHeader reports whether the header named name holds URLs.
 func urlHeader(name string) bool {

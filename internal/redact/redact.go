@@ -186,7 +186,31 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 	if len(r.forms) == 0 || s == "" {
 		return s, 0
 	}
-	st := search{forms: r.forms, s: s, cut: cut}
+	st := r.search(s, cut)
+	return st.result(), st.steps
+}
+
+// A Span is a run of a text, text[Start:End], that Redact replaces with
+// one Marker.
+type Span struct{ Start, End int }
+
+// Spans returns the runs of s that Redact(s, cut) replaces, in order:
+// disjoint and not adjacent. It is for whatever replaces an echo by
+// something else than Marker (a recording's placeholder, which names the
+// credential).
+func (r *Redactor) Spans(s string, cut bool) []Span {
+	if len(r.forms) == 0 || s == "" {
+		return nil
+	}
+	st := r.search(s, cut)
+	var spans []Span
+	st.runs(func(a, b int) { spans = append(spans, Span{a, b}) })
+	return spans
+}
+
+// search searches s, in every reading, for every form of r.
+func (r *Redactor) search(s string, cut bool) *search {
+	st := &search{forms: r.forms, s: s, cut: cut}
 	present := st.escapesIn(s)
 	st.reading(s, nil)
 	var out []byte
@@ -216,7 +240,7 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 			st.reading(text, from)
 		}
 	}
-	return st.result(), st.steps
+	return st
 }
 
 // search is one text being redacted.
@@ -480,21 +504,33 @@ func (st *search) result() string {
 	if st.delta == nil {
 		return st.s
 	}
-	st.steps += len(st.s)
 	var b strings.Builder
 	b.Grow(len(st.s))
-	at, depth := 0, int32(0)
+	at := 0
+	st.runs(func(start, end int) {
+		b.WriteString(st.s[at:start])
+		b.WriteString(Marker)
+		at = end
+	})
+	b.WriteString(st.s[at:])
+	return b.String()
+}
+
+// runs calls f with each run of bytes that spans cover, in order.
+func (st *search) runs(f func(start, end int)) {
+	if st.delta == nil {
+		return
+	}
+	st.steps += len(st.s)
+	start, depth := 0, int32(0)
 	for i, d := range st.delta {
 		next := depth + d
 		switch {
 		case depth == 0 && next > 0:
-			b.WriteString(st.s[at:i])
-			b.WriteString(Marker)
+			start = i
 		case depth > 0 && next == 0:
-			at = i
+			f(start, i)
 		}
 		depth = next
 	}
-	b.WriteString(st.s[at:])
-	return b.String()
 }
