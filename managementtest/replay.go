@@ -1,0 +1,263 @@
+package managementtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// reasonNotRecorded is the reason of a Replayer's answer to a request its
+// cassette does not hold.
+const reasonNotRecorded = "MANAGEMENTTEST.NOT_RECORDED"
+
+// A Replayer is an http.RoundTripper that answers requests from a
+// Cassette, without a network: set it as the Transport of
+// Config.HTTPClient, in a management.Config with any credentials.
+//
+// A request is answered by the first interaction of the cassette not yet
+// replayed whose request has the same method, path, query (the same
+// parameters and values, in any order) and body (the same JSON value, or
+// the same text). The Authorization header is ignored. The credentials a
+// request carries are replaced by placeholders as the Recorder replaced
+// the ones it recorded: in the order met, the End User tokens of
+// authenticate bodies and any management token not from the cassette, so
+// that a test may run with tokens of its own. The management tokens the
+// cassette's token answers hold are placeholders, which the SDK then
+// sends as they are.
+//
+// A request the cassette does not hold, or whose recorded answers were all
+// replayed, is answered 501 (the SDK retries no 501) with the reason
+// MANAGEMENTTEST.NOT_RECORDED and a message that names the request and
+// the nearest one the cassette holds; never by a silent 404. UseCassette
+// fails the test for each.
+//
+// A Replayer is safe for concurrent use by multiple goroutines.
+type Replayer struct {
+	name     string // the cassette's file, for messages
+	recorded []Interaction
+	keys     []requestKey
+
+	mu     sync.Mutex
+	used   []bool
+	creds  credentials // the values met, as placeholders
+	misses []string
+}
+
+// requestKey is what a request is matched by.
+type requestKey struct {
+	method, path, rawQuery string
+	query                  url.Values // nil when rawQuery does not parse
+	body                   string
+	json                   any  // body decoded, numbers as json.Number
+	isJSON                 bool // body is one JSON value
+}
+
+func newKey(method, path, rawQuery, body string) requestKey {
+	k := requestKey{method: method, path: path, rawQuery: rawQuery, body: body}
+	if q, err := url.ParseQuery(rawQuery); err == nil {
+		k.query = q
+	}
+	if body != "" {
+		k.isJSON = decodeExact([]byte(body), &k.json) == nil && json.Valid([]byte(body))
+	}
+	return k
+}
+
+func (k requestKey) matches(o requestKey) bool {
+	if k.method != o.method || k.path != o.path {
+		return false
+	}
+	if k.query != nil && o.query != nil {
+		if !reflect.DeepEqual(normalQuery(k.query), normalQuery(o.query)) {
+			return false
+		}
+	} else if k.rawQuery != o.rawQuery {
+		return false
+	}
+	if k.isJSON && o.isJSON {
+		return reflect.DeepEqual(k.json, o.json)
+	}
+	return k.body == o.body
+}
+
+// normalQuery is q with no empty map for no query.
+func normalQuery(q url.Values) url.Values {
+	if len(q) == 0 {
+		return nil
+	}
+	return q
+}
+
+// describe names a request in a message: method, path, query and the
+// start of its body.
+func (k requestKey) describe() string {
+	s := k.method + " " + k.path
+	if k.rawQuery != "" {
+		s += "?" + k.rawQuery
+	}
+	if k.body != "" {
+		b := k.body
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(b)) == nil {
+			b = compact.String()
+		}
+		if len(b) > 200 {
+			b = b[:200] + "..."
+		}
+		s += " " + b
+	}
+	return s
+}
+
+// NewReplayer returns a Replayer that answers from c. c must not be
+// changed afterwards.
+func NewReplayer(c *Cassette) *Replayer {
+	r := &Replayer{name: c.file, recorded: c.Interactions, used: make([]bool, len(c.Interactions))}
+	if r.name == "" {
+		r.name = "cassette"
+	}
+	r.keys = make([]requestKey, len(c.Interactions))
+	for i, in := range c.Interactions {
+		q := in.Request
+		r.keys[i] = newKey(q.Method, q.Path, q.Query, q.Body)
+	}
+	return r
+}
+
+// RoundTrip answers req from the cassette (see Replayer). It sends nothing.
+func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := readRequestBody(req)
+	if err != nil {
+		return nil, fmt.Errorf("managementtest: Replayer: reading the request's body: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range req.Header.Values("Authorization") {
+		r.creds.learnAuthorization(v, false)
+	}
+	b := r.creds.replace(r.creds.learnRequestBody(string(body)), false)
+	key := newKey(req.Method, r.creds.replace(req.URL.EscapedPath(), false), r.creds.replace(req.URL.RawQuery, false), b)
+	for i, k := range r.keys {
+		if !r.used[i] && k.matches(key) {
+			r.used[i] = true
+			return replayed(req, r.recorded[i].Response, r.name)
+		}
+	}
+	msg := r.miss(key)
+	r.misses = append(r.misses, msg)
+	return refusedAnswer(req, reasonNotRecorded, msg), nil
+}
+
+// miss says that the cassette has no answer left for key, and names the
+// nearest request it holds. r.mu must be held.
+func (r *Replayer) miss(key requestKey) string {
+	msg := "managementtest: " + r.name + " has no answer left for " + key.describe()
+	if len(r.keys) == 0 {
+		return msg + "; it holds no interaction"
+	}
+	want := key.describe()
+	best, bestDist := 0, -1
+	for i, k := range r.keys {
+		if d := distance(want, k.describe()); bestDist < 0 || d < bestDist || (d == bestDist && r.used[best] && !r.used[i]) {
+			best, bestDist = i, d
+		}
+	}
+	msg += "; the nearest it holds is #" + strconv.Itoa(best+1) + " " + r.keys[best].describe()
+	if r.used[best] {
+		msg += " (replayed already)"
+	}
+	return msg
+}
+
+// distance is the edit distance of the first 256 bytes of a and b (a
+// request's description seldom differs beyond them), in time bounded by
+// their product.
+func distance(a, b string) int {
+	a, b = a[:min(len(a), 256)], b[:min(len(b), 256)]
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// replayed is the answer of a recorded response to req, or the error of
+// a recorded request that got none.
+func replayed(req *http.Request, rec RecordedResponse, name string) (*http.Response, error) {
+	if rec.Status == 0 {
+		return nil, fmt.Errorf("managementtest: replayed from %s: %s", name, rec.Error)
+	}
+	h := rec.Header.Clone()
+	if h == nil {
+		h = make(http.Header)
+	}
+	var body io.Reader = strings.NewReader(rec.Body)
+	length := int64(len(rec.Body))
+	if rec.Cut {
+		body = io.MultiReader(body, failingReader{io.ErrUnexpectedEOF})
+		length = -1
+	} else {
+		h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+	}
+	return &http.Response{
+		Status:        strconv.Itoa(rec.Status) + " " + http.StatusText(rec.Status),
+		StatusCode:    rec.Status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(body),
+		ContentLength: length,
+		Request:       req,
+	}, nil
+}
+
+// unanswered returns the messages of the requests answered 501 so far.
+func (r *Replayer) unanswered() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.misses...)
+}
+
+// unused returns how many interactions were not replayed.
+func (r *Replayer) unused() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, u := range r.used {
+		if !u {
+			n++
+		}
+	}
+	return n
+}
+
+// String describes r by its cassette; never the tokens its requests
+// carried.
+func (r *Replayer) String() string {
+	return fmt.Sprintf("managementtest.Replayer{Cassette:%q, Interactions:%d}", r.name, len(r.recorded))
+}
+
+// GoString is String, so that %#v does not print the tokens met.
+func (r *Replayer) GoString() string { return r.String() }
+
+// Format writes String whatever the verb (quoted for %q).
+func (r *Replayer) Format(f fmt.State, verb rune) { formatString(f, verb, r.String()) }
