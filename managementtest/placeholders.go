@@ -33,8 +33,9 @@ const (
 // A credential learnt, and its placeholder.
 type credential struct {
 	value       string
+	forms       []string // value and what holds it whole: "Bearer <token>", a Basic value
 	placeholder string
-	redactor    *redact.Redactor // of value alone, so that a span names it
+	redactor    *redact.Redactor // of forms, so that a span names this credential
 }
 
 // credentials are the credentials learnt from exchanges, in the order met.
@@ -51,39 +52,52 @@ func isPlaceholder(v string) bool {
 }
 
 // learn notes value as a credential of kind and returns its placeholder:
-// the one it already has, if it was learnt before under any kind.
-func (c *credentials) learn(value, kind string) string {
+// the one it already has, if it was learnt before under any kind. forms
+// are texts that hold value whole and are echoed as one (base64 encodes
+// "Bearer <token>" otherwise than the token alone): they are replaced by
+// the same placeholder.
+func (c *credentials) learn(value, kind string, forms ...string) string {
 	value = strings.TrimSpace(value)
 	if value == "" || isPlaceholder(value) {
 		return value
 	}
-	if p, ok := c.placeholder(value); ok {
-		return p
+	i := slices.IndexFunc(c.list, func(cr credential) bool { return cr.value == value })
+	if i < 0 {
+		if c.count == nil {
+			c.count = make(map[string]int)
+		}
+		c.count[kind]++
+		c.list = append(c.list, credential{value: value, forms: []string{value}, placeholder: fmt.Sprintf("{{%s_%d}}", kind, c.count[kind])})
+		i = len(c.list) - 1
 	}
-	if c.count == nil {
-		c.count = make(map[string]int)
-	}
-	c.count[kind]++
-	p := fmt.Sprintf("{{%s_%d}}", kind, c.count[kind])
-	c.list = append(c.list, credential{value: value, placeholder: p, redactor: redact.New(value)})
-	return p
-}
-
-// placeholder returns the placeholder of a value learnt.
-func (c *credentials) placeholder(value string) (string, bool) {
-	for _, cr := range c.list {
-		if cr.value == value {
-			return cr.placeholder, true
+	cr := &c.list[i]
+	for _, f := range forms {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(cr.forms, f) {
+			cr.forms = append(cr.forms, f)
+			cr.redactor = nil
 		}
 	}
-	return "", false
+	if cr.redactor == nil {
+		cr.redactor = redact.New(cr.forms...)
+	}
+	return cr.placeholder
 }
 
-// values returns every credential learnt.
+// learnToken learns the token of "<scheme> <token>" (or a bare token) as
+// a credential of kind, and returns v with the token replaced.
+func (c *credentials) learnToken(v, kind string) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok {
+		return c.learn(scheme, kind, "Bearer "+scheme)
+	}
+	return scheme + " " + c.learn(tok, kind, scheme+" "+tok, "Bearer "+tok)
+}
+
+// values returns every form of every credential learnt.
 func (c *credentials) values() []string {
-	out := make([]string, len(c.list))
-	for i, cr := range c.list {
-		out[i] = cr.value
+	var out []string
+	for _, cr := range c.list {
+		out = append(out, cr.forms...)
 	}
 	return out
 }
@@ -104,19 +118,16 @@ func (c *credentials) learnAuthorization(v string, basic bool) string {
 		if !basic {
 			return v
 		}
-		if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+		cred = strings.TrimSpace(cred)
+		if raw, err := base64.StdEncoding.DecodeString(cred); err == nil {
 			if _, secret, ok := strings.Cut(string(raw), ":"); ok {
 				c.learn(secret, kindClientSecret)
-				return scheme + " " + c.learn(string(raw), kindClientCredentials)
+				return scheme + " " + c.learn(string(raw), kindClientCredentials, cred, scheme+" "+cred)
 			}
 		}
-		return scheme + " " + c.learn(cred, kindClientCredentials)
+		return scheme + " " + c.learn(cred, kindClientCredentials, scheme+" "+cred)
 	}
-	p := c.learn(cred, kindManagementToken)
-	if scheme == "" {
-		return p
-	}
-	return scheme + " " + p
+	return c.learnToken(v, kindManagementToken)
 }
 
 // learnRequestBody learns the credentials a request body carries by
@@ -125,19 +136,13 @@ func (c *credentials) learnAuthorization(v string, basic bool) string {
 // client_secret member. It returns the body with them replaced.
 func (c *credentials) learnRequestBody(body string) string {
 	body = c.replaceMember(body, "client_secret", func(v string) string { return c.learn(v, kindClientSecret) })
-	return c.replaceMember(body, "access_token", func(v string) string {
-		scheme, tok, ok := strings.Cut(strings.TrimSpace(v), " ")
-		if !ok {
-			return c.learn(scheme, kindEndUserToken)
-		}
-		return scheme + " " + c.learn(tok, kindEndUserToken)
-	})
+	return c.replaceMember(body, "access_token", func(v string) string { return c.learnToken(v, kindEndUserToken) })
 }
 
 // learnTokenAnswer learns the management token of a token answer's body
 // and returns the body with it replaced.
 func (c *credentials) learnTokenAnswer(body string) string {
-	return c.replaceMember(body, "access_token", func(v string) string { return c.learn(v, kindManagementToken) })
+	return c.replaceMember(body, "access_token", func(v string) string { return c.learnToken(v, kindManagementToken) })
 }
 
 // replaceMember replaces the value of each string member key of the JSON
