@@ -3,7 +3,6 @@ package managementtest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -341,5 +340,3 @@ func unescapedOr(escaped string) string {
 	}
 	return escaped
 }
-
-var errNoInteractions = errors.New("the cassette holds no interaction")

@@ -59,6 +59,8 @@ func scenario(ctx context.Context, client *management.Client, tokens [2]string) 
 	}
 	_, err := client.Users.Get(ctx, "u-404")
 	say("get u-404: %v", err)
+	_, err = client.Things.Get(ctx, "t-404")
+	say("get t-404: %v", err)
 	if th, err := client.Things.Update(ctx, "t-1", management.ThingUpdate{Name: management.Ptr("Hall sensor")}); err != nil {
 		say("update: %v", err)
 	} else {

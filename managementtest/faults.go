@@ -238,9 +238,18 @@ func (s *service) rateLimited(w http.ResponseWriter) bool {
 	s.mu.Lock()
 	s.limited++
 	s.mu.Unlock()
-	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(delay.Seconds()))))
-	writeError(w, http.StatusTooManyRequests, "MANAGEMENTTEST.RATE_LIMITED", "too many requests")
+	limitedResponse(int(math.Ceil(delay.Seconds()))).serve(w)
 	return true
+}
+
+// limitedResponse is the answer of a request beyond WithRateLimit's rate:
+// 429 with a Retry-After of secs seconds.
+func limitedResponse(secs int) Response {
+	return Response{
+		Status: http.StatusTooManyRequests,
+		Header: http.Header{"Content-Type": {"application/json"}, "Retry-After": {strconv.Itoa(secs)}},
+		Body:   string(encode(apiError{Reason: "MANAGEMENTTEST.RATE_LIMITED", ErrorMessage: "too many requests"})),
+	}
 }
 
 // RateLimited is the number of requests answered 429 by WithRateLimit.

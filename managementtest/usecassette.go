@@ -60,6 +60,9 @@ func UseCassette(t testing.TB, path string, opts RecordOptions) management.Confi
 		for _, miss := range rp.unanswered() {
 			t.Error(miss)
 		}
+		if n := rp.unused(); n > 0 {
+			t.Logf("managementtest: %d of the %d interactions of %s were not replayed: the test asks for less than when it was recorded (record it again to drop them)", n, len(c.Interactions), path)
+		}
 	})
 	return management.Config{
 		BaseURL:      c.BaseURL,

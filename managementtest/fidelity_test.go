@@ -1,0 +1,258 @@
+package managementtest_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/serviceconnect/management"
+
+	"github.com/serviceconnect/management/managementtest"
+)
+
+// The fake answers a recording of itself as it did: no difference.
+func TestFidelityOfTheFakeToItself(t *testing.T) {
+	_, _, path := record(t)
+	c, err := managementtest.LoadCassette(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := managementtest.CheckFidelity(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r)
+	if len(r.Differences) != 0 || len(r.NotCompared) != 0 || r.Compared != len(c.Interactions) {
+		t.Errorf("the fake differs from itself:\n%s", r)
+	}
+}
+
+// editCassette changes the cassette file at path, as a person would: each
+// old text, which must be there once, becomes its new one.
+func editCassette(t *testing.T, path string, oldNew ...string) *managementtest.Cassette {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for i := 0; i < len(oldNew); i += 2 {
+		if n := strings.Count(text, oldNew[i]); n != 1 {
+			t.Fatalf("the cassette holds %q %d times, want once", oldNew[i], n)
+		}
+		text = strings.Replace(text, oldNew[i], oldNew[i+1], 1)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := managementtest.LoadCassette(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A cassette edited by hand to differ (a status, a reason, a missing
+// field): each difference is reported once, where it is.
+func TestFidelityReportsEachDifferenceOnce(t *testing.T) {
+	_, _, path := record(t)
+	c := editCassette(t, path,
+		`"error_message": "User u-404 was not found"`, `"error_message": "User u-404 is gone"`, // not compared: a value
+		"\"status\": 404,\n        \"header\": {\n          \"Content-Type\": \"application/json\"\n        },\n        \"body\": {\n          \"reason\": \"COMMON.ENTITY_NOT_FOUND\",\n          \"error_message\": \"User",
+		"\"status\": 410,\n        \"header\": {\n          \"Content-Type\": \"application/json\"\n        },\n        \"body\": {\n          \"reason\": \"COMMON.ENTITY_NOT_FOUND\",\n          \"error_message\": \"User",
+		`"reason": "COMMON.ENTITY_NOT_FOUND",
+          "error_message": "Thing t-404`, `"reason": "COMMON.NOT_FOUND",
+          "error_message": "Thing t-404`,
+		`"email_verification_status": "Unset",
+          "consents": [],
+          "custom_settings": null,
+          "associated_things": [
+            {`, `"consents": [],
+          "custom_settings": null,
+          "associated_things": [
+            {`)
+	r, err := managementtest.CheckFidelity(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(method, path string) int {
+		for i, in := range c.Interactions {
+			if in.Request.Method == method && in.Request.Path == managementtest.DefaultPathPrefix+path {
+				return i + 1
+			}
+		}
+		t.Fatalf("no %s %s in the cassette", method, path)
+		return 0
+	}
+	want := []managementtest.Difference{
+		{Interactions: []int{at("GET", "/users/u-1")}, Request: "GET /users/{user_id}", Aspect: "field email_verification_status", Service: "absent", Fake: "present"},
+		{Interactions: []int{at("GET", "/users/u-404")}, Request: "GET /users/{user_id}", Aspect: "status", Service: "410", Fake: "404"},
+		{Interactions: []int{at("GET", "/things/t-404")}, Request: "GET /things/{thing_physical_id}", Aspect: "reason", Service: "COMMON.NOT_FOUND", Fake: "COMMON.ENTITY_NOT_FOUND"},
+	}
+	if diff := cmp.Diff(want, r.Differences); diff != "" {
+		t.Errorf("differences (-want +got):\n%s\n%s", diff, r)
+	}
+	if r.Compared != len(c.Interactions) || len(r.NotCompared) != 0 {
+		t.Errorf("compared %d of %d, not compared %q", r.Compared, len(c.Interactions), r.NotCompared)
+	}
+	table := r.String()
+	for _, row := range []string{
+		"| # | request | what | service | fake |",
+		fmt.Sprintf("| %d | GET /users/{user_id} | status | 410 | 404 |", at("GET", "/users/u-404")),
+		fmt.Sprintf("| %d | GET /things/{thing_physical_id} | reason | COMMON.NOT_FOUND | COMMON.ENTITY_NOT_FOUND |", at("GET", "/things/t-404")),
+	} {
+		if !strings.Contains(table, row) {
+			t.Errorf("the table lacks the row %q:\n%s", row, table)
+		}
+	}
+	if strings.Contains(table, "u-404") || strings.Contains(table, "ada@example.com") {
+		t.Errorf("the table shows an id or a value:\n%s", table)
+	}
+}
+
+// recordWith records what calls does against srv, and returns the cassette.
+func recordWith(t *testing.T, srv *managementtest.Server, calls func(*management.Client)) *managementtest.Cassette {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.json")
+	client, rec := recorderFor(t, srv, path, managementtest.RecordOptions{AllowWrites: true})
+	calls(client)
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := managementtest.LoadCassette(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func checkFidelity(t *testing.T, c *managementtest.Cassette, opts ...managementtest.Option) *managementtest.FidelityReport {
+	t.Helper()
+	r, err := managementtest.CheckFidelity(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A 503 the service gave is staged on the fake as FailNext gives it: the
+// shape and reason compare, and so does Retry-After, which the service
+// sent and FailNext without a wait does not.
+func TestFidelityStagesTransientAnswers(t *testing.T) {
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seedSandbox(srv)
+	srv.FailNext(managementtest.RouteGetThing, 1, http.StatusServiceUnavailable, time.Second)
+	srv.FailNext(managementtest.RouteGetUser, 1, http.StatusBadGateway, 0)
+	c := recordWith(t, srv, func(client *management.Client) {
+		if _, err := client.Things.Get(t.Context(), "t-1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Users.Get(t.Context(), "u-1"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(c.Interactions) != 5 {
+		t.Fatalf("%d interactions, want 5: the token, a 503 and its retry, a 502 and its retry", len(c.Interactions))
+	}
+	r := checkFidelity(t, c)
+	want := []managementtest.Difference{{Interactions: []int{2}, Request: "GET /things/{thing_physical_id}", Aspect: "Retry-After", Service: "present", Fake: "absent (FailNext)"}}
+	if diff := cmp.Diff(want, r.Differences); diff != "" || r.Compared != 5 {
+		t.Errorf("differences (-want +got):\n%s\n%s", diff, r)
+	}
+}
+
+// A 401 for a token that expired meets a fake whose tokens expired too;
+// the SDK's new token and replay then compare as they came.
+func TestFidelityExpiresTokensWhereTheServiceDid(t *testing.T) {
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	seedSandbox(srv)
+	c := recordWith(t, srv, func(client *management.Client) {
+		for range 2 {
+			if _, err := client.Users.Get(t.Context(), "u-1"); err != nil {
+				t.Fatal(err)
+			}
+			srv.ExpireTokens()
+		}
+	})
+	var statuses []int
+	for _, in := range c.Interactions {
+		statuses = append(statuses, in.Response.Status)
+	}
+	if !slices.Equal(statuses, []int{200, 200, 401, 200, 200}) {
+		t.Fatalf("the statuses recorded are %v", statuses)
+	}
+	if r := checkFidelity(t, c); len(r.Differences) != 0 || r.Compared != 5 {
+		t.Errorf("differences where the service's token expired:\n%s", r)
+	}
+}
+
+// The fake holds only what the cassette shows: a listing the cassette did
+// not follow to its end ends early in the fake, which is not compared; a
+// next_page edited away is a difference, and the page it linked to is no
+// longer compared.
+func TestFidelityNextPage(t *testing.T) {
+	srv := managementtest.NewServer(managementtest.WithPageSize(2))
+	defer srv.Close()
+	seedSandbox(srv)
+	c := recordWith(t, srv, func(client *management.Client) {
+		if _, err := client.Users.ListPage(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r := checkFidelity(t, c)
+	if len(r.Differences) != 0 || len(r.NotCompared) != 1 || !strings.Contains(r.NotCompared[0], "#2 GET /users: next_page, as the cassette did not follow") {
+		t.Errorf("a first page only:\n%s", r)
+	}
+
+	_, _, path := record(t)
+	c = editCassette(t, path, `"next_page": "`+managementtest.DefaultPathPrefix+`/users?page=`, `"next_page": null, "was": "`)
+	r = checkFidelity(t, c)
+	want := []managementtest.Difference{
+		{Interactions: []int{2}, Request: "GET /users", Aspect: "field was", Service: "present", Fake: "absent"},
+		{Interactions: []int{2}, Request: "GET /users", Aspect: "next_page", Service: "null", Fake: "a link"},
+	}
+	if diff := cmp.Diff(want, r.Differences); diff != "" || len(r.NotCompared) != 1 || !strings.Contains(r.NotCompared[0], "#3 GET /users: a further page whose link no recorded answer gave") {
+		t.Errorf("differences (-want +got):\n%s\n%s", diff, r)
+	}
+}
+
+// The fake gets an End User token for each one the service found valid:
+// a verdict edited to valid is a difference; the fields are then not
+// compared, as they follow from it.
+func TestFidelityVerdicts(t *testing.T) {
+	_, _, path := record(t)
+	c := editCassette(t, path, `"is_token_valid": false`, `"is_token_valid": true`)
+	r := checkFidelity(t, c)
+	if len(r.Differences) != 1 || r.Differences[0].Aspect != "verdict" || r.Differences[0].Service != "is_token_valid true" || r.Differences[0].Fake != "is_token_valid false" {
+		t.Errorf("a verdict edited:\n%s", r)
+	}
+}
+
+// VerifyFidelity fails a test with the table, and logs a clean report.
+func TestVerifyFidelity(t *testing.T) {
+	_, _, path := record(t)
+	h := &helperT{TB: t}
+	h.run(func(tb testing.TB) { managementtest.VerifyFidelity(tb, path) })
+	if len(h.errors) != 0 {
+		t.Errorf("VerifyFidelity of a faithful recording failed: %q", h.errors)
+	}
+	editCassette(t, path, `"status": 201`, `"status": 202`) // a Thing the associate found, so the fake has it: 200
+	h = &helperT{TB: t}
+	h.run(func(tb testing.TB) { managementtest.VerifyFidelity(tb, path) })
+	if len(h.errors) != 1 || !strings.Contains(h.errors[0], "| status | 202 | 200 |") {
+		t.Errorf("VerifyFidelity of an edited recording failed with %q", h.errors)
+	}
+	h = &helperT{TB: t}
+	h.run(func(tb testing.TB) { managementtest.VerifyFidelity(tb, path+".missing") })
+	if !h.fatal {
+		t.Error("VerifyFidelity of a missing cassette did not fail")
+	}
+}
