@@ -331,12 +331,15 @@ func (c *Cassette) pathPrefix() string {
 	return DefaultPathPrefix
 }
 
+// unescapedOr is a prefix as WithPathPrefix takes it, or DefaultPathPrefix
+// when a path edited by hand gives none.
 func unescapedOr(escaped string) string {
 	if escaped == "" {
 		return "/"
 	}
-	if p, err := url.PathUnescape(escaped); err == nil {
-		return p
+	p, err := url.PathUnescape(escaped)
+	if err != nil || !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") {
+		return DefaultPathPrefix
 	}
-	return escaped
+	return p
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -303,5 +304,88 @@ func TestRecorderAndReplayerFormat(t *testing.T) {
 	}
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An answer cut off is recorded as it came, and replayed so: a request
+// that got no answer fails again (and the SDK's retry takes the next
+// interaction), a body cut midway fails where it was cut.
+func TestRecordAndReplayCutAnswers(t *testing.T) {
+	srv := managementtest.NewInMemoryServer()
+	seedSandbox(srv)
+	srv.FailNextWith(managementtest.RouteGetThing, 1, managementtest.Response{Cut: true})
+	srv.FailNextWith(managementtest.RouteGetUser, 1, managementtest.Response{
+		Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: `{"id":"u-1","email":"ada@example.com"}`, Cut: true, CutAfter: 12,
+	})
+	path := filepath.Join(t.TempDir(), "c.json")
+	client, rec := recorderFor(t, srv, path, managementtest.RecordOptions{})
+	calls := func(client *management.Client) (string, error) {
+		th, err := client.Things.Get(t.Context(), "t-1")
+		if err != nil {
+			return "", err
+		}
+		_, err = client.Users.Get(t.Context(), "u-1")
+		return th.Name, err
+	}
+	name, recErr := calls(client)
+	if name != "Thing t-1" || !errors.Is(recErr, io.ErrUnexpectedEOF) {
+		t.Fatalf("recording: %q, %v; want the Thing after a retry, then a body cut off", name, recErr)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := managementtest.LoadCassette(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := c.Interactions[1]; in.Response.Status != 0 || !strings.Contains(in.Response.Error, "closed without an answer") {
+		t.Errorf("the request cut off is recorded as %+v", in.Response)
+	}
+	if in := c.Interactions[3]; !in.Response.Cut || in.Response.Body != `{"id":"u-1",` {
+		t.Errorf("the answer cut midway is recorded as %+v", in.Response)
+	}
+
+	cfg, _ := replayConfig(t, path)
+	replay, err := management.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err = calls(replay)
+	if name != "Thing t-1" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("replay: %q, %v; want what the recording saw: %q, %v", name, err, "Thing t-1", recErr)
+	}
+	if r := checkFidelity(t, c); len(r.Differences) != 0 || len(r.NotCompared) != 2 {
+		t.Errorf("the cut answers are not compared:\n%s", r)
+	}
+}
+
+// Scrub changes what the cassette holds of each interaction, after the
+// credentials were replaced.
+func TestRecorderScrub(t *testing.T) {
+	srv := managementtest.NewServer(managementtest.WithManagementToken(echoMgmtToken))
+	defer srv.Close()
+	seedSandbox(srv)
+	path := filepath.Join(t.TempDir(), "c.json")
+	var seen []string
+	client, rec := recorderFor(t, srv, path, managementtest.RecordOptions{Scrub: func(in *managementtest.Interaction) {
+		seen = append(seen, in.Request.Header.Get("Authorization"))
+		in.Response.Body = strings.ReplaceAll(in.Response.Body, "ada@example.com", "person-1@example.invalid")
+	}})
+	if _, err := client.Users.Get(t.Context(), "u-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "ada@") || !strings.Contains(string(data), "person-1@example.invalid") {
+		t.Errorf("the cassette was not scrubbed:\n%s", data)
+	}
+	if len(seen) != 2 || seen[1] != "Bearer {{management_token_1}}" {
+		t.Errorf("Scrub saw the Authorization values %q; want them replaced already", seen)
 	}
 }
