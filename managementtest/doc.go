@@ -106,6 +106,31 @@
 // header, JSON body), with credentials redacted. Reset empties the server
 // between tests that share it.
 //
+// # Recording a service, and the fake's fidelity
+//
+// A test can also run against a recording of the real service: a
+// cassette, made once against a sandbox and committed, that CI replays
+// with no network. UseCassette does either, as the MANAGEMENTTEST_RECORD
+// environment variable says (EnvRecord): replay only by default, record
+// the missing cassettes with "once".
+//
+//	cfg := managementtest.UseCassette(t, "testdata/cassettes/sync.json", managementtest.RecordOptions{
+//		AllowedBaseURLs: []string{"https://sandbox.example.com"},
+//	})
+//	client, err := management.NewClient(cfg)
+//
+// NewRecorder and NewReplayer are the two transports underneath. A
+// Recorder refuses a base URL not named in RecordOptions.AllowedBaseURLs,
+// and the requests that change data unless RecordOptions.AllowWrites; the
+// cassette holds no credential (see Cassette), and RecordOptions.Scrub
+// may replace personal data. A Replayer answers a request it does not
+// hold with a 501 that names it and the nearest one it does.
+//
+// CheckFidelity (and VerifyFidelity in a test) seeds a fake with what a
+// cassette's answers show, sends it the cassette's requests, and reports
+// where the fake answers otherwise than the service did, as a table to
+// paste into an issue.
+//
 // # Time
 //
 // The server reads time.Now, so inside a testing/synctest bubble token

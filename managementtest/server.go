@@ -3,11 +3,9 @@ package managementtest
 import (
 	"crypto/rand"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -177,10 +175,4 @@ func (s *Server) GoString() string {
 // Format writes String whatever the verb (quoted for %q): no verb, %d or
 // %t included, prints the fields one by one, which would show the client
 // secret and the tokens and read the state while requests change it.
-func (s *Server) Format(f fmt.State, verb rune) {
-	text := s.String()
-	if verb == 'q' {
-		text = strconv.Quote(text)
-	}
-	_, _ = io.WriteString(f, text)
-}
+func (s *Server) Format(f fmt.State, verb rune) { formatString(f, verb, s.String()) }
