@@ -15,9 +15,10 @@ import (
 	"github.com/serviceconnect/management/internal/redact"
 )
 
-// maxRecordedBody bounds an answer's body a Recorder keeps: the service's
-// answers are small, and a sandbox that sends more is not recorded.
-const maxRecordedBody = 16 << 20
+// maxRecordedBody bounds an answer's body a Recorder keeps: the SDK's own
+// bound by default (Config.MaxResponseBytes, 32 MiB). The service's
+// answers are far smaller.
+const maxRecordedBody = 32 << 20
 
 // reasonRefused is the reason of the answer a Recorder gives, without
 // sending it, to a request it must not record.
@@ -72,6 +73,7 @@ type Recorder struct {
 	next    http.RoundTripper
 	allowW  bool
 	scrub   func(*Interaction)
+	maxBody int // maxRecordedBody; tests make it smaller
 
 	mu        sync.Mutex
 	exchanges []*exchange // in the order sent
@@ -128,7 +130,7 @@ func NewRecorder(path, baseURL string, opts RecordOptions) (*Recorder, error) {
 	}
 	return &Recorder{
 		path: path, baseURL: strings.TrimSuffix(baseURL, "/"), base: base, next: next,
-		allowW: opts.AllowWrites, scrub: opts.Scrub,
+		allowW: opts.AllowWrites, scrub: opts.Scrub, maxBody: maxRecordedBody,
 	}, nil
 }
 
@@ -144,11 +146,10 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.note(req.Method + " " + req.URL.EscapedPath() + ": " + why)
 		return refusedAnswer(req, reasonRefused, "managementtest: the recording refused "+req.Method+" "+req.URL.EscapedPath()+": "+why), nil
 	}
-	below := strings.TrimPrefix(req.URL.EscapedPath(), r.basePath())
 	e := &exchange{
 		method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery,
 		auth: req.Header.Values("Authorization"), contentType: req.Header.Values("Content-Type"),
-		body: string(body), tokenRoute: strings.HasSuffix(below, "/auth/token"),
+		body: string(body), tokenRoute: isTokenRequest(req.Method, req.URL.EscapedPath()),
 	}
 	r.mu.Lock()
 	closed := r.closed
@@ -170,18 +171,19 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.finish(e, func() { e.err = err.Error() })
 		return nil, err
 	}
-	data, readErr := io.ReadAll(io.LimitReader(resp.Body, maxRecordedBody+1))
-	rest := io.Reader(bytes.NewReader(data))
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, int64(r.maxBody)+1))
+	rest, cut := io.Reader(bytes.NewReader(data)), readErr != nil
 	switch {
-	case readErr != nil:
+	case cut:
 		rest = io.MultiReader(rest, failingReader{readErr}) // the SDK sees the failure where it came
-	case len(data) > maxRecordedBody:
-		rest = io.MultiReader(rest, resp.Body)
-		r.note(req.Method + " " + req.URL.EscapedPath() + ": the answer is larger than " + strconv.Itoa(maxRecordedBody) + " bytes, which a cassette does not hold")
-		data = data[:maxRecordedBody]
+	case len(data) > r.maxBody:
+		// Sent on whole, recorded cut (a replay fails there), and reported.
+		rest, cut = io.MultiReader(rest, resp.Body), true
+		r.note(req.Method + " " + req.URL.EscapedPath() + ": the answer is larger than " + strconv.Itoa(r.maxBody) + " bytes, which a cassette does not hold whole")
+		data = data[:r.maxBody]
 	}
 	r.finish(e, func() {
-		e.status, e.header, e.respBody, e.cut = resp.StatusCode, resp.Header.Clone(), string(data), readErr != nil
+		e.status, e.header, e.respBody, e.cut = resp.StatusCode, resp.Header.Clone(), string(data), cut
 	})
 	resp.Body = bodyOf{Reader: rest, Closer: resp.Body}
 	return resp, nil
@@ -220,13 +222,19 @@ func (r *Recorder) basePath() string { return strings.TrimSuffix(r.base.EscapedP
 
 // isWrite reports whether a request changes the service's data: any
 // method but GET, HEAD and OPTIONS, except the token and authenticate
-// requests (POSTs that only read).
+// requests (POSTs that only read; a PATCH of a Thing whose id is
+// "authenticate" is a write).
 func isWrite(method, path string) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false
 	}
-	return !strings.HasSuffix(path, "/auth/token") && !strings.HasSuffix(path, "/authenticate")
+	return !isTokenRequest(method, path) && !(method == http.MethodPost && strings.HasSuffix(path, "/authenticate"))
+}
+
+// isTokenRequest reports whether a request is one of the token endpoint's.
+func isTokenRequest(method, path string) bool {
+	return method == http.MethodPost && strings.HasSuffix(path, "/auth/token")
 }
 
 // refusedAnswer is the 501 a Recorder or a Replayer gives instead of an
@@ -264,7 +272,8 @@ func (r *Recorder) finish(e *exchange, f func()) {
 // request still under way is left out), with every credential replaced.
 // It writes nothing, and says so, if a credential would remain in the
 // file in a form the placeholders missed. It returns an error that lists
-// the requests the Recorder refused, if any, after writing the rest.
+// what the cassette lacks, if anything (the requests the Recorder refused,
+// an answer too large to hold whole), after writing the rest.
 // Requests after Close fail; a second Close does nothing.
 func (r *Recorder) Close() error {
 	r.mu.Lock()
@@ -295,7 +304,7 @@ func (r *Recorder) Close() error {
 		return fmt.Errorf("managementtest: Recorder.Close: %w", err)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("managementtest: the cassette %s was written without %d requests:\n\t%s", r.path, len(problems), strings.Join(problems, "\n\t"))
+		return fmt.Errorf("managementtest: the cassette %s was written, but not whole (%d problems):\n\t%s", r.path, len(problems), strings.Join(problems, "\n\t"))
 	}
 	return nil
 }
