@@ -88,20 +88,7 @@ func record(t *testing.T, opts ...managementtest.Option) (string, *managementtes
 	defer srv.Close()
 	seedSandbox(srv)
 	path := filepath.Join(t.TempDir(), "testdata", "scenario.json")
-	cfg := srv.Config()
-	rec, err := managementtest.NewRecorder(path, srv.URL, managementtest.RecordOptions{
-		AllowedBaseURLs: []string{srv.URL},
-		AllowWrites:     true,
-		Transport:       cfg.HTTPClient.Transport,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPClient = &http.Client{Transport: rec}
-	client, err := management.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, rec := recorderFor(t, srv, path, managementtest.RecordOptions{AllowWrites: true})
 	saw := scenario(t.Context(), client, [2]string{srv.IssueEndUserToken("u-2"), "never-issued-token"})
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)

@@ -12,41 +12,44 @@ import (
 	"github.com/serviceconnect/management/managementtest"
 )
 
-// recordExample records, into path, a read of u-1 and of u-2 (which does
-// not exist) against a fake that stands in for the sandbox: in a test of
-// yours, the base URL is the sandbox's and Transport your HTTPClient's
-// (nil: http.DefaultTransport).
-func recordExample(path string, opts managementtest.RecordOptions) error {
+// recorded records a read of u-1 and of u-2 (which does not exist)
+// against a fake that stands in for the sandbox, and returns the
+// cassette. In a test of yours, the base URL is the sandbox's and
+// Transport your HTTPClient's (nil: http.DefaultTransport).
+func recorded(opts managementtest.RecordOptions) (*managementtest.Cassette, error) {
+	dir, err := os.MkdirTemp("", "cassettes")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "read-users.json")
+
 	srv := managementtest.NewInMemoryServer()
 	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1", Email: management.Ptr("ada@example.com")}})
 	opts.AllowedBaseURLs = []string{managementtest.InMemoryURL}
 	opts.Transport = srv.Transport()
 	rec, err := managementtest.NewRecorder(path, srv.URL, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := srv.Config()
 	cfg.HTTPClient = &http.Client{Transport: rec}
 	client, err := management.NewClient(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, _ = client.Users.Get(context.Background(), "u-1")
 	_, _ = client.Users.Get(context.Background(), "u-2")
-	return rec.Close()
+	if err := rec.Close(); err != nil {
+		return nil, err
+	}
+	return managementtest.LoadCassette(path)
 }
 
 // A cassette holds the requests and the answers, with placeholders for
 // the credentials.
 func ExampleNewRecorder() {
-	dir, _ := os.MkdirTemp("", "cassettes")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "read-users.json")
-	if err := recordExample(path, managementtest.RecordOptions{}); err != nil {
-		fmt.Println(err)
-		return
-	}
-	c, err := managementtest.LoadCassette(path)
+	c, err := recorded(managementtest.RecordOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -63,14 +66,7 @@ func ExampleNewRecorder() {
 // A replay answers from the cassette, with no service and any
 // credentials; a request it does not hold gets a 501 that says so.
 func ExampleNewReplayer() {
-	dir, _ := os.MkdirTemp("", "cassettes")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "read-users.json")
-	if err := recordExample(path, managementtest.RecordOptions{}); err != nil {
-		fmt.Println(err)
-		return
-	}
-	c, err := managementtest.LoadCassette(path)
+	c, err := recorded(managementtest.RecordOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -98,11 +94,8 @@ func ExampleNewReplayer() {
 // Scrub replaces what the answers hold of people, should the sandbox's
 // data not be as synthetic as it ought to be.
 func ExampleRecordOptions_scrub() {
-	dir, _ := os.MkdirTemp("", "cassettes")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "read-users.json")
 	email := regexp.MustCompile(`"email":\s*"[^"]*"`)
-	err := recordExample(path, managementtest.RecordOptions{
+	c, err := recorded(managementtest.RecordOptions{
 		Scrub: func(in *managementtest.Interaction) {
 			in.Response.Body = email.ReplaceAllString(in.Response.Body, `"email":"someone@example.invalid"`)
 		},
@@ -111,7 +104,6 @@ func ExampleRecordOptions_scrub() {
 		fmt.Println(err)
 		return
 	}
-	c, _ := managementtest.LoadCassette(path)
 	fmt.Println(c.Interactions[1].Response.Body[:48])
 	// Output:
 	// {"id":"u-1","email":"someone@example.invalid","f
@@ -121,14 +113,7 @@ func ExampleRecordOptions_scrub() {
 // answers, and lists where the fake answers otherwise: here, a cassette
 // changed to say the service answered 410 where the fake answers 404.
 func ExampleCheckFidelity() {
-	dir, _ := os.MkdirTemp("", "cassettes")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "read-users.json")
-	if err := recordExample(path, managementtest.RecordOptions{}); err != nil {
-		fmt.Println(err)
-		return
-	}
-	c, err := managementtest.LoadCassette(path)
+	c, err := recorded(managementtest.RecordOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
