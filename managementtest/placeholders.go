@@ -45,10 +45,23 @@ type credentials struct {
 	count map[string]int // per kind
 }
 
-// isPlaceholder reports whether v is a placeholder, which is never learnt
-// as a credential (a replay's token is the recorded placeholder).
+// isPlaceholder reports whether v is a placeholder of a token, which is
+// never learnt as a credential (a replay's token is the recorded
+// placeholder): "{{" and a kind, "_" and a number, "}}".
 func isPlaceholder(v string) bool {
-	return strings.HasPrefix(v, "{{") && strings.HasSuffix(v, "}}")
+	inner, ok := strings.CutPrefix(v, "{{")
+	if inner, ok = strings.CutSuffix(inner, "}}"); !ok {
+		return false
+	}
+	i := strings.LastIndexByte(inner, '_')
+	if i < 0 || i == len(inner)-1 || strings.Trim(inner[i+1:], "0123456789") != "" {
+		return false
+	}
+	switch inner[:i] {
+	case kindClientSecret, kindClientCredentials, kindManagementToken, kindEndUserToken:
+		return true
+	}
+	return false
 }
 
 // learn notes value as a credential of kind and returns its placeholder:
