@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -288,7 +289,7 @@ func (r *Recorder) Close() error {
 			done = append(done, e)
 		}
 	}
-	problems := r.problems
+	problems := slices.Clone(r.problems)
 	r.exchanges = nil // what Close wrote is no longer held
 	r.mu.Unlock()
 
@@ -302,6 +303,9 @@ func (r *Recorder) Close() error {
 	}
 	if err := writeFile(r.path, data); err != nil {
 		return fmt.Errorf("managementtest: Recorder.Close: %w", err)
+	}
+	for i, p := range problems { // a path may echo a credential
+		problems[i] = creds.replace(p, false)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("managementtest: the cassette %s was written, but not whole (%d problems):\n\t%s", r.path, len(problems), strings.Join(problems, "\n\t"))
