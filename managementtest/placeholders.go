@@ -50,7 +50,8 @@ type credentials struct {
 // placeholder): "{{" and a kind, "_" and a number, "}}".
 func isPlaceholder(v string) bool {
 	inner, ok := strings.CutPrefix(v, "{{")
-	if inner, ok = strings.CutSuffix(inner, "}}"); !ok {
+	inner, closed := strings.CutSuffix(inner, "}}")
+	if !ok || !closed {
 		return false
 	}
 	i := strings.LastIndexByte(inner, '_')
