@@ -256,3 +256,17 @@ func TestVerifyFidelity(t *testing.T) {
 		t.Error("VerifyFidelity of a missing cassette did not fail")
 	}
 }
+
+// The items of a list are compared one by one, paired by id: a field one
+// User lacks is a difference even where the other Users of the page have
+// it.
+func TestFidelityPairsListItems(t *testing.T) {
+	_, _, path := record(t)
+	c := editCassette(t, path, `"email": "bob@example.com",
+              `, ``)
+	r := checkFidelity(t, c)
+	want := []managementtest.Difference{{Interactions: []int{2}, Request: "GET /users", Aspect: "field users[].email", Service: "absent", Fake: "present"}}
+	if diff := cmp.Diff(want, r.Differences); diff != "" {
+		t.Errorf("differences (-want +got):\n%s\n%s", diff, r)
+	}
+}
