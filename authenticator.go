@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/serviceconnect/management/internal/errtext"
+	"github.com/serviceconnect/management/internal/fleet"
 )
 
 // The Authenticator's bounds and defaults; its docs name them.
@@ -176,7 +177,8 @@ func (a *Authenticator) init() {
 	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
 	a.verdictCache.init(a, a.SharedStore != nil)
 	if a.SharedStore != nil && a.Client != nil && a.Client.seal != nil {
-		a.shared = &sharedVerdicts{store: a.Client.newSharedStore(a.SharedStore, "End User verdicts"), cache: &a.verdictCache, timeout: a.timeout}
+		a.shared = &sharedVerdicts{store: a.Client.stores.Share(a.SharedStore, a.Client.seal), cache: &a.verdictCache,
+			timeout: a.timeout, logger: a.Client.logger}
 	}
 }
 
@@ -237,7 +239,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 		return a.start(ctx, header, settle, release)
 	}
 	// With a store, judge spends the budget, once the store has no verdict.
-	v, call, err := a.verdictCache.lookup(ctx, tokenKey(header), time.Now(), a.shared == nil, start)
+	v, call, err := a.verdictCache.lookup(ctx, headerDigest(header), time.Now(), a.shared == nil, start)
 	switch {
 	case err != nil:
 		return nil, err
@@ -264,8 +266,11 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
 	host := flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
 		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
-	return startFlight(keepDeadline(ctx), host, a.timeout,
+	return startFlight(fleet.KeepDeadline(ctx), host, a.timeout,
 		func(ctx context.Context) (authVerdict, error) {
+			if a.shared != nil {
+				ctx = fleet.WithBudget(ctx, a.Client.stores.Timeout, nil)
+			}
 			a.observeCalls(ctx, 1)
 			defer a.observeCalls(ctx, -1)
 			return a.judge(ctx, header)
@@ -284,6 +289,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 	if a.shared != nil && !a.verdictCache.spend() {
 		return authVerdict{}, ErrOverMissBudget
 	}
+	start := time.Now()
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
 		// Authenticate's errors have passed the redactor of the attempt.
@@ -291,6 +297,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 			slog.String("error", err.Error()))
 		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
+	a.shared.answered(time.Since(start))
 	v = a.verdictCache.verdict(auth, header, time.Now())
 	a.shared.put(ctx, slot, auth, v.expires)
 	return v, nil
@@ -317,8 +324,11 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 		return errorf("%w: authorization is empty", ErrInvalidArgument)
 	}
 	a.once.Do(a.init)
-	a.verdictCache.forget(tokenKey(authorization))
-	a.shared.drop(ctx, authorization)
+	a.verdictCache.forget(headerDigest(authorization))
+	if err := a.shared.drop(ctx, authorization); err != nil {
+		a.Client.logger.LogAttrs(ctx, slog.LevelError, "management: Forget could not give the token a new epoch in the shared store; other replicas may accept it until their stored verdict expires",
+			slog.Duration("cache_ttl", a.verdictCache.validTTL), slog.String("error", escape(err.Error())))
+	}
 	return nil
 }
 

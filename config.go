@@ -114,7 +114,14 @@ type Config struct {
 	// SharedStoreTimeout bounds each operation on the SharedStore (and on
 	// Authenticator.SharedStore): past it, the SDK abandons the operation,
 	// whatever the store does with its context, and goes on without it.
-	// 0: 750ms, ten times the 99.9th percentile of a GET on a loaded host.
+	// A call or a check waits for the store at most this long in all (or
+	// half its time left, if less), however many operations it makes. A
+	// store operation that fails or times out opens the Client's breaker:
+	// its calls and checks go on as without a store for a cool-down of
+	// about this long, doubling while the one probe at a time fails, up to
+	// 30 s (see BreakerSharedStore). 0: 150ms, two to five times the 99.9th
+	// percentile of a GET on a loaded host: a hung store costs a replica
+	// about one SharedStoreTimeout, not one per call.
 	SharedStoreTimeout time.Duration
 }
 

@@ -143,7 +143,7 @@ func testLoggerPanics(t *testing.T) {
 			c := checkWithStore(t, cfg(panickingLogger("panicked"), serviceTransport(nil)),
 				func(context.Context, string, string) error { panic("store") })
 			synctest.Wait()
-			if n := c.stores.running.Load(); n != 0 {
+			if n := c.stores.Running(); n != 0 {
 				t.Errorf("%d store calls counted as running; want 0", n)
 			}
 		})
