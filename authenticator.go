@@ -35,11 +35,15 @@ const (
 	// cache when there is a shared store: the longest another replica may
 	// still accept a token that Forget dropped.
 	sharedFirstLevelTTL = 5 * time.Second
-	// verdictLease is how long a replica waits for the verdict another
-	// replica is asking the service for (never more than half the time left
-	// to the request that started the check), and the lease's lifetime: a
-	// lease left by a replica that died, or written by whoever can write the
-	// store, delays a check by at most that long.
+	// verdictLease is the longest a replica waits for the verdict another
+	// replica is asking the service for, and the lease's lifetime. A check
+	// waits about four times what asking the service and storing a verdict
+	// take this replica (at least SharedStoreTimeout, at most verdictLease,
+	// never past half its own time left; see sharedVerdicts.patience): a
+	// lease left by a
+	// replica that died, or written by whoever can write the store, delays
+	// a check by about that long, and after three such waits in a row
+	// (fleet.LeaseWaitsOut) the replica waits on no lease for a while.
 	verdictLease = time.Second
 )
 
@@ -147,10 +151,15 @@ type Authenticator struct {
 	// most sharedFirstLevelTTL: that long, at most, another replica may
 	// still accept a token that Forget dropped. A failing or slow store
 	// (Config.SharedStoreTimeout) never fails a check and is never a
-	// verdict. While another replica holds a token's lease and asks the
-	// service, a check waits for its verdict at most verdictLease (half the
-	// request's time left, if less), then asks itself. Every replica must
-	// have the same CacheTTL.
+	// verdict: a check waits for it at most SharedStoreTimeout in all, and
+	// after a failure the Client leaves it alone for a cool-down
+	// (BreakerSharedStore; Forget still tries it). While another replica
+	// holds a token's lease and asks the service, a check waits for its
+	// verdict a few times what asking the service takes this replica (at
+	// most verdictLease, and half the check's time left, by the request's
+	// deadline and Timeout), then asks itself; after leases waited out in a
+	// row, it waits on none for a while (BreakerLeaseWaits). Every replica
+	// must have the same CacheTTL.
 	SharedStore SharedStore
 
 	once         sync.Once
@@ -297,9 +306,9 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 			slog.String("error", err.Error()))
 		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
-	a.shared.answered(time.Since(start))
 	v = a.verdictCache.verdict(auth, header, time.Now())
 	a.shared.put(ctx, slot, auth, v.expires)
+	a.shared.produced(time.Since(start))
 	return v, nil
 }
 

@@ -103,8 +103,10 @@ type Config struct {
 	// fetches and stores it; the others read it. The token is stored
 	// sealed (AES-256-GCM, key derived from ClientSecret or
 	// SharedStoreKey). A failing or slow store never fails a call: the
-	// Client fetches on its own and logs once per failure streak. Set
-	// Authenticator.SharedStore too to share verdicts on End User tokens.
+	// Client fetches on its own, leaves the store alone for a cool-down
+	// (see SharedStoreTimeout) and logs once when it does and once when it
+	// goes back to it. Set Authenticator.SharedStore too to share verdicts
+	// on End User tokens.
 	SharedStore SharedStore
 	// SharedStoreKey is the secret that seals what the SDK stores in a
 	// SharedStore (at least 32 bytes); never printed. "": derived from

@@ -13,13 +13,13 @@ const (
 	// tokenLease bounds how long one replica may hold the lease on
 	// refreshing the fleet's token; past it, another replica takes over.
 	tokenLease = 10 * time.Second
-	// shortLeaseWait is the longest a replica that needs a token now (its
-	// own has expired, or expires before a lease would lapse) waits for
-	// another replica's refresh before it fetches its own; it waits four
-	// times what a token request takes it, when it knows (at least
-	// SharedStoreTimeout; see fleet.Pace). A lease left by a replica that
-	// died, or held on purpose, costs the fleet a token request per
-	// replica, never a failed call.
+	// shortLeaseWait is the longest a replica whose token expires before
+	// a lease would lapse waits for another replica's refresh before it
+	// fetches its own; once its token has expired (its callers wait), it
+	// waits four times what fetching and storing a token takes it, when it
+	// knows (at least SharedStoreTimeout; see sharedTokens.urgent). A lease
+	// left by a replica that died, or held on purpose, costs the fleet a
+	// token request per replica, never a failed call.
 	shortLeaseWait = time.Second
 )
 
@@ -73,7 +73,6 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 		unlock()
 		return nil, time.Time{}, err
 	}
-	s.pace.Record(time.Since(start))
 	// The token is stored, then the lease released, while the callers
 	// go on with it: a slow store delays no one, and the write is not
 	// bounded by the flight's budget. A failing store may open the
@@ -84,17 +83,19 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 		defer s.store.Contain(ctx)
 		defer unlock()
 		s.put(ctx, storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
+		s.pace.Record(time.Since(start)) // as long as another replica waits for a token it fetches
 	}()
 	return tok, refreshAt, nil
 }
 
 // patience is how long this replica waits for another's refresh: the
 // lease's lifetime while its own token outlives that, so that its callers
-// are served meanwhile; otherwise urgent, and never past its own
-// token's expiry (its callers would then wait), nor, once it has expired,
-// more than the flight can afford (fleet.Patience): half the time left to
-// the caller that needed the token, the store's time included. Callers
-// that join the flight needing a token hurry it (see tokenCache.Token).
+// are served meanwhile; otherwise shortLeaseWait, and never past its own
+// token's expiry (its callers would then wait); once it has expired,
+// urgent, and no more than the flight can afford (fleet.Patience): half
+// the time left to the caller that needed the token, the store's time
+// included. Callers that join the flight needing a token hurry it (see
+// tokenCache.Token).
 func (s *sharedTokens) patience(ctx context.Context) time.Duration {
 	s.cache.mu.Lock()
 	tok := s.cache.tok
@@ -104,14 +105,15 @@ func (s *sharedTokens) patience(ctx context.Context) time.Duration {
 		case left > tokenLease:
 			return tokenLease
 		case left > 0:
-			return min(left, s.urgent())
+			return min(left, shortLeaseWait)
 		}
 	}
 	return fleet.Patience(ctx, s.urgent())
 }
 
 // urgent is how long a replica that needs a token now waits for
-// another's refresh (see shortLeaseWait).
+// another's refresh: four times what fetching and storing one takes this
+// replica, at least SharedStoreTimeout and at most shortLeaseWait.
 func (s *sharedTokens) urgent() time.Duration {
 	return s.pace.Patience(s.store.Guard().Timeout, shortLeaseWait)
 }

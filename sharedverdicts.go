@@ -28,7 +28,8 @@ type sharedVerdicts struct {
 	logger  *slog.Logger
 	foreign atomic.Bool // a foreign epoch was logged
 	// pace estimates how long a lease's holder takes to store its
-	// verdict, from how long the service takes to answer this replica.
+	// verdict, from how long asking the service and storing the verdict
+	// take this replica.
 	pace fleet.Pace
 }
 
@@ -89,14 +90,16 @@ func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdic
 }
 
 // patience is how long a check waits for another replica's verdict, by
-// its own clock: four times what the service takes to answer this replica
-// (see fleet.Pace), at least SharedStoreTimeout and at most verdictLease.
+// its own clock: four times what asking the service and storing the
+// verdict take this replica (see fleet.Pace), at least SharedStoreTimeout
+// and at most verdictLease.
 func (s *sharedVerdicts) patience() time.Duration {
 	return s.pace.Patience(s.store.Guard().Timeout, verdictLease)
 }
 
-// answered records how long the service took to answer this replica.
-func (s *sharedVerdicts) answered(took time.Duration) {
+// produced records how long asking the service and storing its verdict
+// took this replica.
+func (s *sharedVerdicts) produced(took time.Duration) {
 	if s != nil {
 		s.pace.Record(took)
 	}

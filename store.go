@@ -23,11 +23,16 @@ import (
 // Implementations must be safe for concurrent use. A store that fails, is
 // slow or panics never fails a call of the SDK: the SDK falls back to what it does
 // without a store, and logs. Each call is given a context that ends after
-// Config.SharedStoreTimeout, and the SDK abandons a call that outlives it,
-// whether or not the store honours the context: the call goes on in the
-// background, and a Client starts no store call while 128 of its calls
-// (abandoned ones included) are running. A store should still honour the
-// context, so that abandoned calls end soon.
+// Config.SharedStoreTimeout (or sooner: a call of the SDK waits for the
+// store at most that long in all, whatever the number of operations), and
+// the SDK abandons a call that outlives it, whether or not the store
+// honours the context: the call goes on in the background, and a Client
+// starts no store call while 128 of its calls (abandoned ones included)
+// are running. A call that fails or times out opens the Client's breaker
+// (see BreakerSharedStore): the Client leaves its stores alone for a
+// cool-down, then sends one call at a time as a probe, and goes back to
+// them when one succeeds. A store should still honour the context, so
+// that abandoned calls end soon.
 type SharedStore interface {
 	// Get returns the value stored under key, or nil and no error when
 	// there is none or it has expired.

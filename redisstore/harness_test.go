@@ -267,6 +267,7 @@ func startHarness(t *testing.T, srv *managementtest.Server, n int, spec harnessS
 			t.Fatal(err)
 		}
 		h.procs, h.stdin, h.outs = append(h.procs, cmd), append(h.stdin, in), append(h.outs, spec.Out)
+		time.Sleep(50 * time.Millisecond) // pacing the start-ups, which would otherwise take the CPU all at once
 	}
 	t.Cleanup(func() {
 		for _, p := range h.procs {
@@ -480,7 +481,7 @@ func runSingle(t *testing.T, h *harness, s *redisServer, length time.Duration) {
 	defer func() { _ = admin.Close() }()
 	ctx := context.Background()
 	const recover = 5 * time.Second
-	h.run("warm-up", 5*time.Second, nil, nil)
+	h.run("warm-up", 8*time.Second, nil, nil)
 	h.run("calm", length, nil, nil)
 	for _, name := range strings.Split(envOr("FLEET_PHASES", "hang,squat,dead,kill"), ",") {
 		switch name {
@@ -520,7 +521,7 @@ func runSingle(t *testing.T, h *harness, s *redisServer, length time.Duration) {
 // runCluster kills the master that holds the fleet's token, waits for the
 // promotion of its replica, and lets the fleet run on.
 func runCluster(t *testing.T, h *harness, c *cluster, length time.Duration) {
-	h.run("warm-up", 5*time.Second, nil, nil)
+	h.run("warm-up", 8*time.Second, nil, nil)
 	h.run("calm", length, nil, nil)
 	tokenKeys := c.keys(t, DefaultPrefix+"*:token")
 	if len(tokenKeys) != 1 {

@@ -63,7 +63,6 @@ type Ticket struct {
 	b     *Breaker
 	gen   uint64
 	probe bool
-	force bool
 }
 
 // Allow returns the ticket of an operation when the Breaker lets it
@@ -90,21 +89,23 @@ func (b *Breaker) Allow() (Ticket, bool) {
 }
 
 // Force returns the ticket of an operation that runs whatever the state
-// (an operation that must at least be tried, such as Forget's): its
-// success closes an open Breaker as a probe's does; its failure counts
-// only while the Breaker is closed.
+// (an operation that must at least be tried, such as Forget's, or the
+// release of a lease): its failure counts only while the Breaker is
+// closed, and its success does not close an open one (it may have reached
+// a part of what the Breaker guards that works, as one node of a cluster;
+// only a probe closes it).
 func (b *Breaker) Force() Ticket {
 	if b == nil {
 		return Ticket{}
 	}
-	return Ticket{b: b, gen: b.gen.Load(), force: true}
+	return Ticket{b: b, gen: b.gen.Load()}
 }
 
 // IsOpen reports whether the Breaker is open (false for nil).
 func (b *Breaker) IsOpen() bool { return b != nil && b.open.Load() }
 
-// Succeeded reports that the operation succeeded: a probe (or a forced
-// operation) closes the Breaker; any success ends a run of failures.
+// Succeeded reports that the operation succeeded: a probe closes the
+// Breaker; any success ends a run of failures.
 func (t Ticket) Succeeded(ctx context.Context) {
 	if t.b == nil {
 		return
@@ -114,7 +115,7 @@ func (t Ticket) Succeeded(ctx context.Context) {
 		return // the common case: nothing to change
 	}
 	b.mu.Lock()
-	if t.gen != b.gen.Load() && !t.force {
+	if t.gen != b.gen.Load() {
 		b.mu.Unlock()
 		return // an operation let through before the Breaker last changed
 	}
@@ -123,7 +124,7 @@ func (t Ticket) Succeeded(ctx context.Context) {
 		b.mu.Unlock()
 		return
 	}
-	if !t.probe && !t.force {
+	if !t.probe {
 		b.mu.Unlock()
 		return
 	}

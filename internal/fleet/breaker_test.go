@@ -166,8 +166,9 @@ func TestBreakerAbstainedProbe(t *testing.T) {
 	})
 }
 
-// A forced operation runs whatever the state: its success closes an open
-// Breaker, its failure opens a closed one and leaves an open one as it is.
+// A forced operation runs whatever the state: its failure opens a closed
+// Breaker and leaves an open one as it is; its success does not close an
+// open one (only a probe does).
 func TestBreakerForce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &Breaker{Threshold: 1, CoolDown: time.Second, MaxCoolDown: time.Second}
@@ -177,13 +178,13 @@ func TestBreakerForce(t *testing.T) {
 			t.Fatal("a forced failure did not open a closed Breaker")
 		}
 		b.Force().Failed(ctx, errDown)
+		b.Force().Succeeded(ctx)
+		if !b.IsOpen() {
+			t.Error("a forced success closed the Breaker")
+		}
 		time.Sleep(1300 * time.Millisecond) // past the first cool-down however jittered
 		if _, ok := b.Allow(); !ok {
 			t.Fatal("a forced failure while open lengthened the cool-down")
-		}
-		b.Force().Succeeded(ctx)
-		if b.IsOpen() {
-			t.Error("a forced success did not close the Breaker")
 		}
 	})
 }

@@ -184,8 +184,7 @@ func TestCallerGivingUpKeepsTheBreakerClosed(t *testing.T) {
 	})
 }
 
-// A forced operation reaches the store while the Breaker is open, and its
-// success closes it.
+// A forced operation reaches the store while the Breaker is open.
 func TestForcedOperationReachesTheStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fail atomic.Bool
@@ -204,11 +203,14 @@ func TestForcedOperationReachesTheStore(t *testing.T) {
 			t.Fatal("a failure did not open the Breaker")
 		}
 		fail.Store(false)
+		if _, err := s.Get(ctx, "k"); !errors.Is(err, ErrSkipped) {
+			t.Fatalf("an operation while open: %v; want ErrSkipped", err)
+		}
 		if err := s.Delete(Forced(ctx), "k"); err != nil {
 			t.Fatalf("a forced operation: %v", err)
 		}
-		if store.calls.Load() != 2 || g.Breaker.IsOpen() {
-			t.Errorf("%d store calls, open %v; want 2 and the Breaker closed", store.calls.Load(), g.Breaker.IsOpen())
+		if got := store.calls.Load(); got != 2 {
+			t.Errorf("%d store calls; want 2 (the failure, then the forced operation)", got)
 		}
 	})
 }
