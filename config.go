@@ -120,8 +120,8 @@ type Config struct {
 	// half its time left, if less), however many operations it makes. A
 	// store operation that fails or times out opens the Client's breaker:
 	// its calls and checks go on as without a store for a cool-down of
-	// about this long, doubling while the one probe at a time fails, up to
-	// 30 s (see BreakerSharedStore). 0: 150ms, two to five times the 99.9th
+	// about this long, doubling while the one probe at a time (in the
+	// background) fails, up to 30 s (see BreakerSharedStore). 0: 150ms, two to five times the 99.9th
 	// percentile of a GET on a loaded host: a hung store costs a replica
 	// about one SharedStoreTimeout, not one per call.
 	SharedStoreTimeout time.Duration

@@ -20,7 +20,7 @@ import (
 // most that long, and the calls left running are bounded and counted. The
 // first timeout opens the breaker: the token's write-back is not even
 // tried. Once the store answers again, the calls end, and a probe after
-// the cool-down closes the breaker.
+// the cool-down (in the background) closes the breaker.
 func TestHungStoreFailsNoCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 50 * time.Millisecond
@@ -88,10 +88,11 @@ func TestHungStoreFailsNoCall(t *testing.T) {
 		if got := c.stores.Running() + cold.stores.Running(); got != 0 {
 			t.Errorf("%d store calls running after the store answers again; want 0", got)
 		}
-		time.Sleep(2 * timeout) // the cool-down, jittered around the timeout
-		if _, err := checkToken(ctx, a, "eu-after"); err != nil {
+		time.Sleep(2 * timeout)                                   // the cool-down, jittered around the timeout
+		if _, err := checkToken(ctx, a, "eu-after"); err != nil { // starts the probe
 			t.Fatal(err)
 		}
+		synctest.Wait() // the probe's answer closes the breaker
 		if want := fmt.Sprint("abandoned_calls=", fleet.MaxCalls); !strings.Contains(logs.String(), want) {
 			t.Errorf("no record of the store answering again with %s:\n%s", want, logs.String())
 		}

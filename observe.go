@@ -93,8 +93,8 @@ const (
 	// Authenticator.SharedStore): after a store operation fails or times
 	// out (Config.SharedStoreTimeout), calls and checks go on as without a
 	// store, Forget excepted, for a cool-down of about one
-	// SharedStoreTimeout that doubles while the one probe at a time
-	// fails, up to 30 s.
+	// SharedStoreTimeout that doubles while the one probe at a time (a
+	// read, in the background: no call waits for it) fails, up to 30 s.
 	BreakerSharedStore BreakerName = "shared_store"
 	// BreakerLeaseWaits guards the waits on other replicas' leases in the
 	// shared store: after three leases waited out in a row (held by a

@@ -101,7 +101,8 @@ func TestBreakerMetrics(t *testing.T) {
 		}
 		store.down.Store(false)
 		time.Sleep(time.Second) // past the cool-down
-		check()                 // the probe succeeds: the breaker closes
+		check()                 // starts the probe, in the background
+		synctest.Wait()         // it succeeds: the breaker closes
 		want["management.breaker.open"]["shared_store"] = 0
 		if diff := cmp.Diff(want, sums()); diff != "" {
 			t.Errorf("with the store back (-want +got):\n%s", diff)

@@ -13,7 +13,11 @@ import (
 // refused at once (the caller goes on without them) until the cool-down
 // has passed; then one operation at a time is let through as a probe. A
 // probe that succeeds closes it at once; one that fails opens it for twice
-// the previous cool-down, up to MaxCoolDown. Every cool-down is jittered
+// the previous cool-down, up to MaxCoolDown. A Breaker that opens again
+// within a cool-down of a probe closing it goes on from twice the
+// cool-down it had, rather than from CoolDown: what works for some
+// operations and not others (a cluster with one node down) does not keep
+// the callers waiting on every other failure. Every cool-down is jittered
 // (±20%), so that the replicas of a fleet do not probe in step.
 //
 // Set the fields before the first use; a Breaker is then safe for
@@ -41,6 +45,8 @@ type Breaker struct {
 	until   time.Time     // the earliest next probe
 	probing bool          // a probe is running
 	opened  time.Time
+	last    time.Duration // the cool-down it had when it last closed
+	closed  time.Time     // when it last closed
 }
 
 // Change is a breaker opening or closing.
@@ -131,6 +137,7 @@ func (t Ticket) Succeeded(ctx context.Context) {
 	c := Change{Skipped: b.skipped.Swap(0), OpenFor: time.Since(b.opened)}
 	b.gen.Add(1)
 	b.failures.Store(0)
+	b.last, b.closed = b.next, time.Now()
 	b.probing, b.next = false, 0
 	b.open.Store(false)
 	b.mu.Unlock()
@@ -168,6 +175,9 @@ func (t Ticket) Failed(ctx context.Context, err error) {
 	b.failures.Store(0)
 	b.gen.Add(1)
 	b.next = min(b.CoolDown, b.MaxCoolDown)
+	if now.Sub(b.closed) < b.last {
+		b.next = min(2*b.last, b.MaxCoolDown)
+	}
 	cool := jitter(b.next)
 	b.until, b.opened = now.Add(cool), now
 	b.probing = false

@@ -95,6 +95,45 @@ func TestBreakerCoolDowns(t *testing.T) {
 	})
 }
 
+// A Breaker that opens again soon after a probe closed it goes on from
+// twice the cool-down it had; one that opens after a calm while starts
+// from CoolDown again.
+func TestBreakerFlapping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen changes
+		b := &Breaker{Threshold: 1, CoolDown: 100 * time.Millisecond, MaxCoolDown: time.Second, OnChange: seen.add}
+		ctx := context.Background()
+		cycle := func(after time.Duration) time.Duration {
+			t.Helper()
+			time.Sleep(after)
+			tk, _ := b.Allow()
+			tk.Failed(ctx, errDown)
+			got := seen.all()
+			cool := got[len(got)-1].CoolDown
+			time.Sleep(cool)
+			probe, ok := b.Allow()
+			if !ok {
+				t.Fatal("no probe after the cool-down")
+			}
+			probe.Succeeded(ctx)
+			return cool
+		}
+		within := func(got, nominal time.Duration) bool { return got >= nominal*8/10 && got <= nominal*12/10 }
+		if c := cycle(0); !within(c, 100*time.Millisecond) {
+			t.Errorf("first cool-down %v; want about 100ms", c)
+		}
+		if c := cycle(0); !within(c, 200*time.Millisecond) {
+			t.Errorf("cool-down on opening again at once %v; want about 200ms", c)
+		}
+		if c := cycle(0); !within(c, 400*time.Millisecond) {
+			t.Errorf("cool-down on opening again at once %v; want about 400ms", c)
+		}
+		if c := cycle(time.Second); !within(c, 100*time.Millisecond) {
+			t.Errorf("cool-down on opening after a calm second %v; want about 100ms", c)
+		}
+	})
+}
+
 // With a Threshold, only failures in a row open the Breaker; a success
 // between them starts the count again.
 func TestBreakerThreshold(t *testing.T) {

@@ -97,8 +97,11 @@ func Forced(ctx context.Context) context.Context { return context.WithValue(ctx,
 // The outcome goes to the Breaker: a failure opens it, and so does a
 // timeout when op was given at least a quarter of the Guard's Timeout (a
 // call with less time left says little of the store); an operation
-// whose caller gave up first (ctx ended, or a Hurry) says nothing.
-func do[T any](ctx context.Context, g *Guard, op func(context.Context) (T, error)) (T, error) {
+// whose caller gave up first (ctx ended, or a Hurry) says nothing. When
+// the Breaker lets op through as its probe, probe (a read of op's key)
+// runs instead, in the background (see Guard.probe), and the caller goes
+// on without the store: no caller waits on a store that may still hang.
+func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error, op func(context.Context) (T, error)) (T, error) {
 	var zero T
 	b := budgetOf(ctx)
 	limit := g.Timeout
@@ -115,6 +118,10 @@ func do[T any](ctx context.Context, g *Guard, op func(context.Context) (T, error
 		t, ok = g.Breaker.Allow()
 	}
 	if !ok {
+		return zero, ErrSkipped
+	}
+	if t.probe {
+		g.probe(ctx, t, probe)
 		return zero, ErrSkipped
 	}
 	if g.running.Add(1) > MaxCalls {
@@ -136,6 +143,35 @@ func do[T any](ctx context.Context, g *Guard, op func(context.Context) (T, error
 		t.Failed(ctx, err)
 	}
 	return v, err
+}
+
+// probe sends op to the store as t, the Breaker's probe, in a goroutine of
+// its own, bounded by the Guard's Timeout: the caller does not wait for
+// it. Its success closes the Breaker, its failure opens it for longer.
+// Telling the Breaker runs hosted code (its OnChange logs and tells the
+// Observer), contained there.
+func (g *Guard) probe(ctx context.Context, t Ticket, op func(context.Context) error) {
+	if op == nil || g.running.Add(1) > MaxCalls {
+		if op != nil {
+			g.running.Add(-1)
+		}
+		t.Abstained()
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				g.LogPanic(ctx, p, false)
+			}
+		}()
+		_, _, err := run(ctx, g, g.Timeout, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) })
+		if err != nil {
+			t.Failed(ctx, err)
+			return
+		}
+		t.Succeeded(ctx)
+	}()
 }
 
 // ending is how a store operation ended for its caller.
@@ -230,14 +266,23 @@ type Guarded struct {
 // Guard returns store bounded by g.
 func (g *Guard) Guard(store Store) Guarded { return Guarded{store, g} }
 
+// probe returns a read of key, the Breaker's probe for an operation on
+// key: it changes nothing in the store.
+func (s Guarded) probe(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := s.store.Get(ctx, key)
+		return err
+	}
+}
+
 // Get, Set and Delete call the store through do.
 func (s Guarded) Get(ctx context.Context, key string) ([]byte, error) {
-	return do(ctx, s.g, func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) })
+	return do(ctx, s.g, s.probe(key), func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) })
 }
 
 // Set: see Get.
 func (s Guarded) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	_, err := do(ctx, s.g, func(ctx context.Context) (struct{}, error) {
+	_, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.store.Set(ctx, key, value, ttl)
 	})
 	return err
@@ -245,7 +290,7 @@ func (s Guarded) Set(ctx context.Context, key string, value []byte, ttl time.Dur
 
 // Delete: see Get.
 func (s Guarded) Delete(ctx context.Context, key string) error {
-	_, err := do(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) })
+	_, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) })
 	return err
 }
 
@@ -255,7 +300,7 @@ func (s Guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 		unlock func(context.Context) error
 		ok     bool
 	}
-	l, err := do(ctx, s.g, func(ctx context.Context) (lock, error) {
+	l, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (lock, error) {
 		unlock, ok, err := s.store.TryLock(ctx, key, ttl)
 		return lock{unlock, ok}, err
 	})
@@ -266,7 +311,7 @@ func (s Guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 		return func(context.Context) error { return nil }, true, nil
 	}
 	return func(ctx context.Context) error {
-		_, err := do(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) })
+		_, err := do(ctx, s.g, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) })
 		return err
 	}, true, nil
 }

@@ -75,7 +75,8 @@ func TestCallAbandonedAtTimeout(t *testing.T) {
 
 // A store that hangs costs one timeout, not one per call: the first
 // operation's timeout opens the Breaker, and the operations after it are
-// skipped at once, without reaching the store, until a probe.
+// skipped at once, without reaching the store; the probe after the
+// cool-down runs in the background, and its answer closes the Breaker.
 func TestHungStoreCostsOneTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
@@ -96,8 +97,25 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 		if _, err := s.Get(ctx, "k"); !errors.Is(err, ErrSkipped) {
 			t.Errorf("an operation while open: %v; want ErrSkipped", err)
 		}
-		close(release)
+		// Past the cool-down, an operation starts the probe and goes on
+		// without waiting for it.
+		time.Sleep(200 * time.Millisecond)
+		start = time.Now()
+		if _, err := s.Get(ctx, "k"); !errors.Is(err, ErrSkipped) || time.Since(start) != 0 {
+			t.Errorf("the operation that starts the probe: %v after %v; want ErrSkipped at once", err, time.Since(start))
+		}
 		synctest.Wait()
+		if got := store.calls.Load(); got != 2 {
+			t.Errorf("the store was called %d times; want 2 (the probe)", got)
+		}
+		close(release) // the probe answers: the Breaker closes
+		synctest.Wait()
+		if g.Breaker.IsOpen() {
+			t.Error("the probe's answer did not close the Breaker")
+		}
+		if _, err := s.Get(ctx, "k"); err != nil || store.calls.Load() != 3 {
+			t.Errorf("an operation after the probe: %v, %d store calls; want the store used", err, store.calls.Load())
+		}
 	})
 }
 
