@@ -344,3 +344,33 @@ func TestForgetTriesTheStoreOnce(t *testing.T) {
 		}
 	})
 }
+
+// A caller that needs a token now and joins a token fetch stuck on a hung
+// store cuts the store's wait to what it can afford itself: a Users.Get
+// with 400 ms left does not wait the fetch's SharedStoreTimeout of 750 ms,
+// but 200 ms (half its time), and gets the token the fetch then requests.
+func TestJoinerCutsAHungStoreWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		c, _ := f.replica(Config{SharedStoreTimeout: 750 * time.Millisecond}, MissBudget{})
+		f.store.setHook(hangingHook(f))
+		first := make(chan error, 1)
+		go func() {
+			_, err := c.Users.Get(context.Background(), "u-1") // starts the token fetch, which reads the store
+			first <- err
+		}()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if _, err := c.Users.Get(ctx, "u-1"); err != nil {
+			t.Fatalf("a Users.Get with 400ms left, joining a fetch stuck on the store: %v", err)
+		}
+		if took := time.Since(start); took != 200*time.Millisecond {
+			t.Errorf("it took %v; want 200ms (half its time left)", took)
+		}
+		if err := <-first; err != nil {
+			t.Errorf("the Users.Get that started the fetch: %v", err)
+		}
+	})
+}

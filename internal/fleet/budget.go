@@ -27,17 +27,15 @@ type budgetKey struct{}
 // nil, lets the callers that join the call shorten its waits.
 func WithBudget(ctx context.Context, limit time.Duration, hurry *Hurry) context.Context {
 	b := &Budget{hurry: hurry}
-	defer func() {
-		if hurry != nil {
-			hurry.link(b)
-		}
-	}()
 	if d, ok := Deadline(ctx); ok {
 		half := time.Until(d) / 2
 		limit = max(min(limit, half), 0)
 		b.halfway = time.Now().Add(half)
 	}
 	b.left.Store(int64(limit))
+	if hurry != nil {
+		hurry.link(b) // what joiners asked before the call reached the store
+	}
 	return context.WithValue(ctx, budgetKey{}, b)
 }
 

@@ -46,9 +46,9 @@ var errWaitedOut = errors.New("shared store: waited out another replica's lease"
 // the lease, read again (see PollGap), for at most Patience (a lease left
 // by a replica that died, or written by whoever can write the store, delays
 // no longer; see also LeaseWaitsOut), never past ctx, nor past what the
-// Hurry of its budget asks (see WithBudget). A store that fails, when reading the value or taking the lease,
-// ends the wait at once: an error is not "not there yet", and the holder
-// may well never be able to store.
+// Hurry of its budget asks (see WithBudget). A store that fails, when
+// reading the value or taking the lease, ends the wait at once: an error
+// is not "not there yet", and the holder may well never be able to store.
 type Lease struct {
 	Key      string
 	TTL      time.Duration // the lease's lifetime in the store
@@ -193,7 +193,7 @@ func Await[T any](ctx context.Context, s *Shared, l Lease, read func() (T, bool,
 		case err != nil:
 			return v, false, nil
 		case ok:
-			w.outcome(ctx, true)
+			w.found(ctx)
 			return v, true, nil
 		}
 		release, locked, err := s.TryLock(ctx, l.Key, l.TTL)
@@ -201,7 +201,7 @@ func Await[T any](ctx context.Context, s *Shared, l Lease, read func() (T, bool,
 		case err != nil:
 			return v, false, nil
 		case locked:
-			w.outcome(ctx, true) // the holder, if any, let it go: alive
+			w.found(ctx) // the holder, if any, let it go: alive
 			unlock = func() { release(context.WithoutCancel(ctx)) }
 			if v, ok, err := read(); err == nil && ok {
 				unlock()
@@ -283,18 +283,13 @@ func (w *wait) deadline() (time.Time, <-chan struct{}) {
 	return w.giveUp, moved
 }
 
-// outcome tells the Leases breaker how a wait that had begun ended: the
-// value appeared or the lease came free (ok), or not.
-func (w *wait) outcome(ctx context.Context, ok bool) {
-	if !w.begun {
-		return
-	}
-	if ok {
+// found tells the Leases breaker that a wait, if it had begun, ended
+// well: the value appeared or the lease came free.
+func (w *wait) found(ctx context.Context) {
+	if w.begun {
 		w.ticket.Succeeded(ctx)
-	} else {
-		w.ticket.Abstained()
+		w.ticket = Ticket{}
 	}
-	w.ticket = Ticket{}
 }
 
 // end releases the wait's turn in the polling and its ticket, if the wait

@@ -54,9 +54,10 @@ type Guard struct {
 	Leases  *Breaker
 	// Panicked returns the error of an operation that panicked, which its
 	// caller gets; LogPanic then logs the panic (hosted code: after the
-	// caller has its error), or one of the code a goroutine of the SDK's
-	// hosts around the store (callerFailed false: see Shared.Contain).
-	// Both are required.
+	// caller has its error). callerFailed is false for a panic of the code
+	// that runs around the store in a goroutine of the SDK's (a Logger or
+	// an Observer told of the Breaker: see Shared.Contain, Guard.probe),
+	// whose callers are not affected. Both are required.
 	Panicked func() error
 	LogPanic func(ctx context.Context, p any, callerFailed bool)
 
@@ -246,7 +247,10 @@ wait:
 	}
 	select {
 	case r := <-done: // it answered just as the time ran out
-		return r.v, answered, r.err
+		if r.err != nil {
+			return r.v, end, r.err
+		}
+		return r.v, answered, nil
 	default:
 	}
 	g.abandoned.Add(1)
