@@ -121,9 +121,10 @@ type Config struct {
 	// store operation that fails or times out opens the Client's breaker:
 	// its calls and checks go on as without a store for a cool-down of
 	// about this long, doubling while the one probe at a time (in the
-	// background) fails, up to 30 s (see BreakerSharedStore). 0: 150ms, two to five times the 99.9th
-	// percentile of a GET on a loaded host: a hung store costs a replica
-	// about one SharedStoreTimeout, not one per call.
+	// background) fails, up to 30 s (see BreakerSharedStore). 0: 150ms,
+	// two to five times the 99.9th percentile of a GET on a loaded host: a
+	// hung store costs a replica about one SharedStoreTimeout, not one per
+	// call.
 	SharedStoreTimeout time.Duration
 }
 

@@ -42,7 +42,10 @@ import (
 // which is their expected answer). Management tokens live 3 s, CacheTTL is
 // 4 s, and everything else is the SDK's default, SharedStoreTimeout
 // included, with go-redis clients as the package's doc sets them up
-// (ContextTimeoutEnabled). Settings (environment):
+// (ContextTimeoutEnabled). The replicas start 50 ms apart and run 8 s
+// before the first phase (warm-up); each disruption is followed by 5 s of
+// recovery, reported apart. A call belongs to the phase it started in.
+// Settings (environment):
 //
 //	FLEET_REPLICAS=16   replica processes
 //	FLEET_PHASE=8s      the length of each disruption (hang, squat, dead lease, kill)
