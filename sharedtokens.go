@@ -55,7 +55,8 @@ type fetchFunc func(context.Context) (*Token, time.Time, error)
 // the flight's budget of store time and its hurry, by which the callers
 // that need a token now shorten its waits (see fleet.WithBudget).
 func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
-	l := fleet.Lease{Key: s.store.Sealer().ManagementTokenLeaseKey(), TTL: tokenLease, Patience: s.patience(ctx)}
+	patience, unhurried := s.patience(ctx)
+	l := fleet.Lease{Key: s.store.Sealer().ManagementTokenLeaseKey(), TTL: tokenLease, Patience: patience, Unhurried: unhurried}
 	got, found, unlock := fleet.Await(ctx, s.store, l, func() (storedToken, bool, error) { return s.read(ctx, refused) })
 	if found {
 		return &Token{AccessToken: got.AccessToken, TokenType: got.TokenType, Expiry: got.Expiry}, got.RefreshAt, nil
@@ -95,20 +96,23 @@ func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFun
 // urgent, and no more than the flight can afford (fleet.Patience): half
 // the time left to the caller that needed the token, the store's time
 // included. Callers that join the flight needing a token hurry it (see
-// tokenCache.Token).
-func (s *sharedTokens) patience(ctx context.Context) time.Duration {
+// tokenCache.Token). unhurried says that the current token serves the
+// callers meanwhile: the wait then runs even while leases are being
+// waited out (fleet.Lease.Unhurried), so that dead verdict leases never
+// cost the fleet a token request per replica.
+func (s *sharedTokens) patience(ctx context.Context) (patience time.Duration, unhurried bool) {
 	s.cache.mu.Lock()
 	tok := s.cache.tok
 	s.cache.mu.Unlock()
 	if tok != nil {
 		switch left := time.Until(tok.Expiry); {
 		case left > tokenLease:
-			return tokenLease
+			return tokenLease, true
 		case left > 0:
-			return min(left, shortLeaseWait)
+			return min(left, shortLeaseWait), true
 		}
 	}
-	return fleet.Patience(ctx, s.urgent())
+	return fleet.Patience(ctx, s.urgent()), false
 }
 
 // urgent is how long a replica that needs a token now waits for

@@ -2,6 +2,7 @@ package management
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -371,6 +372,55 @@ func TestJoinerCutsAHungStoreWait(t *testing.T) {
 		}
 		if err := <-first; err != nil {
 			t.Errorf("the Users.Get that started the fetch: %v", err)
+		}
+	})
+}
+
+// A token refreshed while the current one still serves waits on the
+// lease of the replica refreshing it whatever the lease breaker says: dead
+// verdict leases (as a Redis stopped and continued leaves them) must not
+// cost the fleet a token request per replica.
+func TestUnhurriedRefreshWaitsWhileLeaseWaitsAreOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		c, a := f.replica(Config{RefreshMargin: 100 * time.Second}, MissBudget{})
+		ctx := context.Background()
+		if _, err := c.Users.Get(ctx, "u-1"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		refreshAt := time.Now().Add(time.Duration(f.life)*time.Second - 100*time.Second)
+		time.Sleep(time.Until(refreshAt) - 2*time.Second)
+		f.store.setHook(func(_ context.Context, op, key string) error {
+			if op == "trylock" && strings.Contains(key, ":verdict:") {
+				f.store.squat(key, time.Minute)
+			}
+			return nil
+		})
+		for i := range fleet.LeaseWaitsOut {
+			if _, err := checkToken(ctx, a, fmt.Sprint("eu-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !c.stores.Leases.IsOpen() {
+			t.Fatal("the lease breaker did not open")
+		}
+		time.Sleep(time.Until(refreshAt) + time.Second)
+		// Another replica refreshes the token, and stores it 100 ms later.
+		f.store.squat(c.seal.ManagementTokenLeaseKey(), time.Minute)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			plain, _ := json.Marshal(storedToken{AccessToken: "mgmt-other", TokenType: "Bearer",
+				Expiry: time.Now().Add(time.Hour), RefreshAt: time.Now().Add(50 * time.Minute)})
+			key := c.seal.ManagementTokenKey()
+			f.store.put(key, c.seal.Seal(key, plain), time.Hour)
+		}()
+		if _, err := c.Users.Get(ctx, "u-1"); err != nil { // starts the refresh, served by the current token
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the refresh's wait on the lease
+		if got := f.tokens.Load(); got != 1 {
+			t.Errorf("%d token requests; want 1 (the refresh took the other replica's token)", got)
 		}
 	})
 }

@@ -14,10 +14,11 @@ import (
 // has passed; then one operation at a time is let through as a probe. A
 // probe that succeeds closes it at once; one that fails opens it for twice
 // the previous cool-down, up to MaxCoolDown. A Breaker that opens again
-// within a cool-down of a probe closing it goes on from twice the
-// cool-down it had, rather than from CoolDown: what works for some
-// operations and not others (a cluster with one node down) does not keep
-// the callers waiting on every other failure. Every cool-down is jittered
+// within CoolDown of a probe closing it goes on from twice the cool-down
+// it had, rather than from CoolDown: what works for some operations and
+// not others (a cluster with one node down) does not keep the callers
+// waiting on every other failure, while failures spread out in time (a
+// loaded host's slow moments) start from CoolDown each time. Every cool-down is jittered
 // (±20%), so that the replicas of a fleet do not probe in step.
 //
 // Set the fields before the first use; a Breaker is then safe for
@@ -175,7 +176,7 @@ func (t Ticket) Failed(ctx context.Context, err error) {
 	b.failures.Store(0)
 	b.gen.Add(1)
 	b.next = min(b.CoolDown, b.MaxCoolDown)
-	if now.Sub(b.closed) < b.last {
+	if b.last > 0 && now.Sub(b.closed) < b.CoolDown {
 		b.next = min(2*b.last, b.MaxCoolDown)
 	}
 	cool := jitter(b.next)

@@ -95,9 +95,9 @@ func TestBreakerCoolDowns(t *testing.T) {
 	})
 }
 
-// A Breaker that opens again soon after a probe closed it goes on from
-// twice the cool-down it had; one that opens after a calm while starts
-// from CoolDown again.
+// A Breaker that opens again within CoolDown of a probe closing it goes
+// on from twice the cool-down it had; one that opens after a calm while
+// starts from CoolDown again.
 func TestBreakerFlapping(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen changes

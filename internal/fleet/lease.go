@@ -53,6 +53,10 @@ type Lease struct {
 	Key      string
 	TTL      time.Duration // the lease's lifetime in the store
 	Patience time.Duration // how long to wait for another holder
+	// Unhurried is set when no caller waits for the value (a token
+	// refreshed while the current one serves): the wait runs whatever the
+	// Leases breaker says, and only tells it how it ended.
+	Unhurried bool
 }
 
 // Hurry lets the callers that join a call shorten its waits: a caller that
@@ -182,7 +186,7 @@ func (p *pollTurns) done(key string, at time.Time) {
 // or ctx ended).
 func Await[T any](ctx context.Context, s *Shared, l Lease, read func() (T, bool, error)) (v T, found bool, unlock func()) {
 	g := s.store.g
-	w := wait{g: g, key: l.Key, giveUp: time.Now().Add(l.Patience)}
+	w := wait{g: g, key: l.Key, giveUp: time.Now().Add(l.Patience), unhurried: l.Unhurried}
 	if b := budgetOf(ctx); b != nil {
 		w.hurry = b.hurry
 	}
@@ -221,9 +225,11 @@ type wait struct {
 	key    string
 	giveUp time.Time // by patience
 	hurry  *Hurry
-	ticket Ticket    // from g.Leases, once the wait has begun
-	begun  bool      // the wait has begun (the lease was found held)
-	turn   time.Time // the latest round this wait was given
+	// unhurried: see Lease.Unhurried
+	unhurried bool
+	ticket    Ticket    // from g.Leases, once the wait has begun
+	begun     bool      // the wait has begun (the lease was found held)
+	turn      time.Time // the latest round this wait was given
 }
 
 // round waits for the next round on the key, and reports whether there
@@ -231,7 +237,10 @@ type wait struct {
 // way), the wait is out of patience or hurried to its end, or ctx ends.
 func (w *wait) round(ctx context.Context) bool {
 	if !w.begun {
-		t, ok := w.g.Leases.Allow()
+		t, ok := w.g.Leases.Force(), true
+		if !w.unhurried {
+			t, ok = w.g.Leases.Allow()
+		}
 		if !ok {
 			return false
 		}
