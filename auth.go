@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/serviceconnect/management/internal/fleet"
 )
 
 // Token is a management access token.
@@ -208,6 +210,7 @@ type tokenCache struct {
 	running   int              // flights whose call has not returned, left-behind ones included
 	refused   string           // the access token last refused with 401, not to be taken from the shared store again
 	shared    *sharedTokens    // nil without Config.SharedStore
+	hurry     *fleet.Hurry     // the flight under way's, with a shared store: callers that need a token now hurry its lease wait
 }
 
 // fetched is the outcome of a token flight.
@@ -259,15 +262,27 @@ func (s *tokenCache) Token(ctx context.Context) (*Token, error) {
 			return s.stale(cur, valid)
 		}
 		refused := s.refused
+		var hurry *fleet.Hurry
+		if s.shared != nil {
+			hurry = &fleet.Hurry{}
+		}
 		s.running++
-		f = startFlight(keepDeadline(ctx), s.host(), tokenFetchTimeout,
-			func(ctx context.Context) (fetched, error) { return s.fetch(ctx, refused) },
+		f = startFlight(fleet.KeepDeadline(ctx), s.host(), tokenFetchTimeout,
+			func(ctx context.Context) (fetched, error) { return s.fetch(ctx, refused, hurry) },
 			s.finish, s.release)
-		s.inflight = f
+		s.inflight, s.hurry = f, hurry
 	}
+	hurry := s.hurry
 	s.mu.Unlock()
 	if valid {
 		return cur, nil
+	}
+	if hurry != nil {
+		// This caller needs a token now (a replay after a 401, a token
+		// that expired): the flight, which may have started when a token
+		// was still valid, waits on another replica's lease no longer than
+		// this caller can afford.
+		hurry.For(ctx, s.client.stores.Timeout, s.shared.urgent())
 	}
 	got, err := f.wait(ctx)
 	if err != nil && ctx.Err() != nil {
@@ -300,11 +315,13 @@ func (s *tokenCache) release() {
 }
 
 // fetch gets the token of the flight under way: from the shared store, when
-// there is one, else with a token request.
-func (s *tokenCache) fetch(ctx context.Context, refused string) (fetched, error) {
+// there is one (within the flight's budget of store time), else with a
+// token request.
+func (s *tokenCache) fetch(ctx context.Context, refused string, hurry *fleet.Hurry) (fetched, error) {
 	var f fetched
 	var err error
 	if s.shared != nil {
+		ctx = fleet.WithBudget(ctx, s.client.stores.Timeout, hurry)
 		f.tok, f.refreshAt, err = s.shared.token(ctx, refused, s.request)
 	} else {
 		f.tok, f.refreshAt, err = s.request(ctx)
@@ -326,7 +343,7 @@ func (s *tokenCache) finish(ctx context.Context, got fetched, err error) (report
 	} else {
 		started = s.failed(time.Now())
 	}
-	s.inflight = nil
+	s.inflight, s.hurry = nil, nil
 	s.mu.Unlock()
 
 	log := s.client.logger

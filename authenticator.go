@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/serviceconnect/management/internal/errtext"
+	"github.com/serviceconnect/management/internal/fleet"
 )
 
 // The Authenticator's bounds and defaults. The docs of the exported fields
@@ -37,11 +38,15 @@ const (
 	// cache when there is a shared store: the longest another replica may
 	// still accept a token that Forget dropped.
 	sharedFirstLevelTTL = 5 * time.Second
-	// verdictLease is how long a replica waits for the verdict another
-	// replica is asking the service for (never more than half the time left
-	// to the request that started the check), and the lease's lifetime: a
-	// lease left by a replica that died, or written by whoever can write the
-	// store, delays a check by at most that long.
+	// verdictLease is the longest a replica waits for the verdict another
+	// replica is asking the service for, and the lease's lifetime. A check
+	// waits about four times what asking the service and storing a verdict
+	// take this replica (at least SharedStoreTimeout, at most verdictLease,
+	// never past half its own time left; see sharedVerdicts.patience): a
+	// lease left by a
+	// replica that died, or written by whoever can write the store, delays
+	// a check by about that long, and after three such waits in a row
+	// (fleet.LeaseWaitsOut) the replica waits on no lease for a while.
 	verdictLease = time.Second
 )
 
@@ -148,10 +153,15 @@ type Authenticator struct {
 	// forge one. With a store, an entry of the in-process cache lives at
 	// most 5s: that long, at most, another replica may still accept a token
 	// that Forget dropped. A failing or slow store (Config.SharedStoreTimeout)
-	// never fails a check and is never a verdict. While another replica
-	// holds a token's lease and asks the service, a check waits for its
-	// verdict at most 1s (half the request's time left, if less), then asks
-	// itself. Every replica must have the same CacheTTL.
+	// never fails a check and is never a verdict: a check waits for it at
+	// most SharedStoreTimeout in all, and after a failure the Client leaves
+	// it alone for a cool-down (BreakerSharedStore; Forget still tries it).
+	// While another replica holds a token's lease and asks the service, a
+	// check waits for its verdict a few times what asking the service takes
+	// this replica (at most 1s, and half the check's time left, by the
+	// request's deadline and Timeout), then asks itself; after leases waited
+	// out in a row, it waits on none for a while (BreakerLeaseWaits). Every
+	// replica must have the same CacheTTL.
 	SharedStore SharedStore
 
 	once         sync.Once
@@ -178,7 +188,8 @@ func (a *Authenticator) init() {
 	a.timeout = orDefault(a.Timeout, defaultAuthTimeout)
 	a.verdictCache.init(a, a.SharedStore != nil)
 	if a.SharedStore != nil && a.Client != nil && a.Client.seal != nil {
-		a.shared = &sharedVerdicts{store: a.Client.newSharedStore(a.SharedStore, "End User verdicts"), cache: &a.verdictCache, timeout: a.timeout}
+		a.shared = &sharedVerdicts{store: a.Client.stores.Share(a.SharedStore, a.Client.seal), cache: &a.verdictCache,
+			timeout: a.timeout, logger: a.Client.logger}
 	}
 }
 
@@ -288,7 +299,7 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 		return a.start(ctx, header, settle, release)
 	}
 	// With a store, judge spends the budget, once the store has no verdict.
-	v, call, err := a.verdictCache.lookup(ctx, tokenKey(header), time.Now(), a.shared == nil, start)
+	v, call, err := a.verdictCache.lookup(ctx, headerDigest(header), time.Now(), a.shared == nil, start)
 	switch {
 	case err != nil:
 		return nil, err
@@ -315,8 +326,11 @@ func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
 func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
 	host := flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
 		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
-	return startFlight(keepDeadline(ctx), host, a.timeout,
+	return startFlight(fleet.KeepDeadline(ctx), host, a.timeout,
 		func(ctx context.Context) (authVerdict, error) {
+			if a.shared != nil {
+				ctx = fleet.WithBudget(ctx, a.Client.stores.Timeout, nil)
+			}
 			a.observeCalls(ctx, 1)
 			defer a.observeCalls(ctx, -1)
 			return a.judge(ctx, header)
@@ -335,6 +349,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 	if a.shared != nil && !a.verdictCache.spend() {
 		return authVerdict{}, ErrOverMissBudget
 	}
+	start := time.Now()
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
 		// Authenticate's errors have passed the redactor of the attempt.
@@ -344,6 +359,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 	}
 	v = a.verdictCache.verdict(auth, header, time.Now())
 	a.shared.put(ctx, slot, auth, v.expires)
+	a.shared.produced(time.Since(start))
 	return v, nil
 }
 
@@ -368,8 +384,11 @@ func (a *Authenticator) Forget(ctx context.Context, authorization string) error 
 		return errorf("%w: authorization is empty", ErrInvalidArgument)
 	}
 	a.once.Do(a.init)
-	a.verdictCache.forget(tokenKey(authorization))
-	a.shared.drop(ctx, authorization)
+	a.verdictCache.forget(headerDigest(authorization))
+	if err := a.shared.drop(ctx, authorization); err != nil {
+		a.Client.logger.LogAttrs(ctx, slog.LevelError, "management: Forget could not give the token a new epoch in the shared store; other replicas may accept it until their stored verdict expires",
+			slog.Duration("cache_ttl", a.verdictCache.validTTL), slog.String("error", escape(err.Error())))
+	}
 	return nil
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/serviceconnect/management/internal/fleet"
 )
 
 // Client is a client of the management API. It holds the token, refreshed
@@ -57,8 +59,8 @@ type Client struct {
 
 	// seal seals what goes into a shared store; nil without a secret to
 	// derive it from (see Config.SharedStoreKey).
-	seal   *sealer
-	stores storeGuard // bounds every call to a shared store (see store.go)
+	seal   *fleet.Sealer
+	stores fleet.Guard // bounds every call to a shared store (see store.go)
 }
 
 // NewClient validates cfg and returns a Client. It sends nothing: the first

@@ -103,8 +103,10 @@ type Config struct {
 	// fetches and stores it; the others read it. The token is stored
 	// sealed (AES-256-GCM, key derived from ClientSecret or
 	// SharedStoreKey). A failing or slow store never fails a call: the
-	// Client fetches on its own and logs once per failure streak. Set
-	// Authenticator.SharedStore too to share verdicts on End User tokens.
+	// Client fetches on its own, leaves the store alone for a cool-down
+	// (see SharedStoreTimeout) and logs once when it does and once when it
+	// goes back to it. Set Authenticator.SharedStore too to share verdicts
+	// on End User tokens.
 	SharedStore SharedStore
 	// SharedStoreKey is the secret that seals what the SDK stores in a
 	// SharedStore (at least 32 bytes); never printed. "": derived from
@@ -114,7 +116,15 @@ type Config struct {
 	// SharedStoreTimeout bounds each operation on the SharedStore (and on
 	// Authenticator.SharedStore): past it, the SDK abandons the operation,
 	// whatever the store does with its context, and goes on without it.
-	// 0: 750ms, ten times the 99.9th percentile of a GET on a loaded host.
+	// A call or a check waits for the store at most this long in all (or
+	// half its time left, if less), however many operations it makes. A
+	// store operation that fails or times out opens the Client's breaker:
+	// its calls and checks go on as without a store for a cool-down of
+	// about this long, doubling while the one probe at a time (in the
+	// background) fails, up to 30 s (see BreakerSharedStore). 0: 150ms,
+	// two to five times the 99.9th percentile of a GET on a loaded host: a
+	// hung store costs a replica about one SharedStoreTimeout, not one per
+	// call.
 	SharedStoreTimeout time.Duration
 }
 

@@ -1,6 +1,7 @@
 package management
 
 import (
+	"github.com/serviceconnect/management/internal/fleet"
 	engine "github.com/serviceconnect/management/internal/redact"
 	"strconv"
 	"time"
@@ -41,7 +42,10 @@ func DocumentedDefaults() map[string]any {
 		"the lease on refreshing the token":                  tokenLease,
 		"the lease on asking about an End User token":        verdictLease,
 		"an in-process verdict, with a shared store":         auth.firstLevel,
-		"a Client's store operations running":                maxStoreCalls,
+		"a Client's store operations running":                fleet.MaxCalls,
+		"the store breaker's longest cool-down":              storeMaxCoolDown,
+		"leases waited out before lease waits stop":          fleet.LeaseWaitsOut,
+		"lease waits stopped, first and longest":             fleet.LeaseCoolDown.String() + " to " + fleet.LeaseMaxCoolDown.String(),
 		"reads of a key per second while waiting on a lease": maxPollsPerSecond(),
 	}
 }
@@ -66,11 +70,11 @@ func (b Bytes) String() string {
 // lengthens a gap).
 func maxPollsPerSecond() int {
 	at := []time.Duration{0}
-	for _, gap := range firstPollGaps {
+	for _, gap := range fleet.FirstPollGaps {
 		at = append(at, at[len(at)-1]+gap)
 	}
 	for at[len(at)-1] < 2*time.Second {
-		at = append(at, at[len(at)-1]+pollGap)
+		at = append(at, at[len(at)-1]+fleet.PollGap)
 	}
 	most := 0
 	for i := range at {

@@ -27,10 +27,11 @@ type testFleet struct {
 	authn   atomic.Int32 // authenticate calls
 	tokens  atomic.Int32 // token requests
 	life    int          // the tokens' lifetime in seconds
+	mts     map[*Client]*httpmock.MockTransport
 }
 
 func newTestFleet(t testing.TB) *testFleet {
-	return &testFleet{t: t, store: newMemStore(), life: 600}
+	return &testFleet{t: t, store: newMemStore(), life: 600, mts: map[*Client]*httpmock.MockTransport{}}
 }
 
 // replica starts one replica; cfg's zero fields get setup's values, and
@@ -50,6 +51,7 @@ func (f *testFleet) replica(cfg Config, budget MissBudget) (*Client, *Authentica
 		return httpmock.NewJsonResponse(http.StatusOK, map[string]any{"is_token_valid": true, "user_id": "u-1", "user_role": "APPUSER"})
 	})
 	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", jsonResponder(http.StatusOK, map[string]any{"id": "u-1"}))
+	f.mts[c] = mt
 	return c, &Authenticator{Client: c, SharedStore: f.store, MissBudget: budget}
 }
 
@@ -113,7 +115,7 @@ func TestSharingGoesOnAfterForget(t *testing.T) {
 	if _, err := checkToken(ctx, a, "eu-1"); err != nil {
 		t.Fatal(err)
 	}
-	legacy := a.Client.seal.legacyVerdictKey("Bearer eu-1") // as a replica not yet upgraded stored it
+	legacy := a.Client.seal.LegacyVerdictKey("Bearer eu-1") // as a replica not yet upgraded stored it
 	f.store.put(legacy, []byte("sealed"), time.Minute)
 	if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
 		t.Fatal(err)
@@ -180,7 +182,7 @@ func TestCheckAfterForgetDoesNotWaitOnTheOldLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newTestFleet(t)
 		c, a := f.replica(Config{}, MissBudget{})
-		f.store.squat(c.seal.verdictKey("Bearer eu-1")+":lease", time.Minute) // B, asking the service
+		f.store.squat(c.seal.VerdictStem("Bearer eu-1")+":lease", time.Minute) // B, asking the service
 		ctx := context.Background()
 		if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
 			t.Fatal(err)

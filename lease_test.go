@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/serviceconnect/management/internal/fleet"
 )
 
 // A token lease left by a replica killed mid-refresh (or held on purpose)
@@ -27,7 +29,7 @@ func TestDeadTokenLeaseWaitsBriefly(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newTestFleet(t)
 				c, _ := f.replica(Config{}, MissBudget{})
-				f.store.squat(c.seal.tokenLeaseKey(), tokenLease)
+				f.store.squat(c.seal.ManagementTokenLeaseKey(), tokenLease)
 				ctx := context.Background()
 				if tc.deadline > 0 {
 					var cancel context.CancelFunc
@@ -68,7 +70,7 @@ func TestDeadVerdictLeaseWaitsBriefly(t *testing.T) {
 				if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
 					t.Fatal(err)
 				}
-				f.store.squat(c.seal.verdictKey("Bearer eu-1")+":lease", time.Minute)
+				f.store.squat(c.seal.VerdictStem("Bearer eu-1")+":lease", time.Minute)
 				ctx := context.Background()
 				if tc.deadline > 0 {
 					var cancel context.CancelFunc
@@ -99,7 +101,7 @@ func TestLeaseWaitersPollSlowly(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait() // the token stored, its lease released
-		stem := c.seal.verdictKey("Bearer eu-1")
+		stem := c.seal.VerdictStem("Bearer eu-1")
 		f.store.squat(stem+":lease", time.Minute)
 		var mu sync.Mutex
 		at := map[string][]time.Duration{}
@@ -144,9 +146,9 @@ func TestLeaseWaitersPollSlowly(t *testing.T) {
 			}
 			gap := lease[i] - lease[i-1]
 			gaps[gap] = true
-			min, max := pollGap, pollGap+pollJitter
-			if polled < len(firstPollGaps) {
-				min, max = firstPollGaps[polled], firstPollGaps[polled]+1
+			min, max := fleet.PollGap, fleet.PollGap+fleet.PollJitter
+			if polled < len(fleet.FirstPollGaps) {
+				min, max = fleet.FirstPollGaps[polled], fleet.FirstPollGaps[polled]+1
 			}
 			polled++
 			if gap < min || gap >= max {
@@ -156,7 +158,7 @@ func TestLeaseWaitersPollSlowly(t *testing.T) {
 		if len(lease) > 6 && len(gaps) < 4 {
 			t.Errorf("the rounds are evenly spaced %v; want jitter", lease)
 		}
-		if n := len(c.stores.polls.keys); n != 0 {
+		if n := c.stores.PollingKeys(); n != 0 {
 			t.Errorf("%d keys still held for polling once the waits ended; want 0", n)
 		}
 	})
@@ -168,8 +170,8 @@ func TestLeaseWaitEndsOnReadError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newTestFleet(t)
 		c, a := f.replica(Config{}, MissBudget{})
-		f.store.squat(c.seal.tokenLeaseKey(), tokenLease)
-		f.store.squat(c.seal.verdictKey("Bearer eu-1")+":lease", time.Minute)
+		f.store.squat(c.seal.ManagementTokenLeaseKey(), tokenLease)
+		f.store.squat(c.seal.VerdictStem("Bearer eu-1")+":lease", time.Minute)
 		f.store.setHook(func(_ context.Context, op, key string) error {
 			if op == "get" && !strings.HasSuffix(key, ":epoch") {
 				return errors.New("the value's node is down")

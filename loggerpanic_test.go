@@ -137,13 +137,40 @@ func testLoggerPanics(t *testing.T) {
 			synctest.Wait()
 		})
 	})
+	// The breaker's probe runs in a goroutine of its own, and its success
+	// logs the store answering again.
+	t.Run("in the breaker's probe", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var down atomic.Bool
+			down.Store(true)
+			hook := func(context.Context, string, string) error {
+				if down.Load() {
+					return errors.New("store down")
+				}
+				return nil
+			}
+			c := checkWithStore(t, cfg(panickingLogger("answering again"), serviceTransport(nil)), hook) // opens the breaker
+			down.Store(false)
+			time.Sleep(time.Second) // past the cool-down
+			store := newMemStore()
+			store.hook = hook
+			a := &Authenticator{Client: c, SharedStore: store}
+			if _, err := a.Check(checkRequest("Bearer eu-2")); err != nil { // starts the probe
+				t.Error(err)
+			}
+			synctest.Wait()
+			if c.stores.Breaker.IsOpen() {
+				t.Error("the probe's success did not close the breaker")
+			}
+		})
+	})
 	// The store call's goroutine logs the store's panic.
 	t.Run("while a store call logs its panic", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c := checkWithStore(t, cfg(panickingLogger("panicked"), serviceTransport(nil)),
 				func(context.Context, string, string) error { panic("store") })
 			synctest.Wait()
-			if n := c.stores.running.Load(); n != 0 {
+			if n := c.stores.Running(); n != 0 {
 				t.Errorf("%d store calls counted as running; want 0", n)
 			}
 		})

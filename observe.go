@@ -77,6 +77,49 @@ type Observer struct {
 	// call's own operations are. A tracer links the waiter's span to the
 	// starter's. It is not called for the starter itself.
 	FlightJoined func(ctx, started context.Context)
+	// BreakerChange is called when one of the Client's breakers opens
+	// (after a failure, the SDK leaves what it guards alone for a
+	// cool-down, going on without it) or closes (a probe succeeded). It is
+	// called from the call that met the failure or made the probe (a
+	// check's, a token fetch's, a Forget's), with that call's context.
+	BreakerChange func(ctx context.Context, b BreakerInfo)
+}
+
+// BreakerName names a breaker of a Client.
+type BreakerName string
+
+const (
+	// BreakerSharedStore guards the shared stores (Config.SharedStore,
+	// Authenticator.SharedStore): after a store operation fails or times
+	// out (Config.SharedStoreTimeout), calls and checks go on as without a
+	// store, Forget excepted, for a cool-down of about one
+	// SharedStoreTimeout that doubles while the one probe at a time (a
+	// read, in the background: no call waits for it) fails, up to 30 s.
+	BreakerSharedStore BreakerName = "shared_store"
+	// BreakerLeaseWaits guards the waits on other replicas' leases in the
+	// shared store: after three leases waited out in a row (held by a
+	// replica that died, or on purpose), the Client waits on none for a
+	// cool-down of about 5 s that doubles while the one wait at a time it
+	// then risks is waited out too, up to 30 s.
+	BreakerLeaseWaits BreakerName = "lease_waits"
+)
+
+// BreakerInfo describes a breaker opening or closing.
+type BreakerInfo struct {
+	// Breaker names the breaker.
+	Breaker BreakerName
+	// Open is true when it opened, false when it closed.
+	Open bool
+	// CoolDown is, when it opened, the time until its first probe.
+	CoolDown time.Duration
+	// Err is, when it opened, the failure that opened it (redacted, as
+	// every error a hook gets).
+	Err error
+	// Skipped is, when it closed, the operations that went without what
+	// it guards while it was open.
+	Skipped int64
+	// OpenFor is, when it closed, how long it was open.
+	OpenFor time.Duration
 }
 
 // Attempt describes one HTTP request of an operation. It holds no id:

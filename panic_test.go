@@ -279,7 +279,7 @@ func testStorePanicsInBubble(t *testing.T) {
 		t.Errorf("Forget with a panicking store = %v; want nil (logged)", err)
 	}
 	synctest.Wait() // the store calls' goroutines, the token's write-back included, are done
-	if n := c.stores.running.Load(); n != 0 {
+	if n := c.stores.Running(); n != 0 {
 		t.Errorf("%d store calls counted as running after they panicked; want 0", n)
 	}
 	text := logs.String()

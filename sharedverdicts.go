@@ -6,8 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/serviceconnect/management/internal/fleet"
 )
 
 // sharedVerdicts keeps the Authenticator's verdicts on End User tokens in
@@ -18,9 +22,15 @@ import (
 // never fails a check and is never a verdict: the replica asks on its own.
 // It is sharedTokens' twin; a nil *sharedVerdicts (no store) does nothing.
 type sharedVerdicts struct {
-	store   *sharedStore
+	store   *fleet.Shared
 	cache   *verdictCache // turns a stored answer into a verdict
 	timeout time.Duration // Authenticator.Timeout, as applied
+	logger  *slog.Logger
+	foreign atomic.Bool // a foreign epoch was logged
+	// pace estimates how long a lease's holder takes to store its
+	// verdict, from how long asking the service and storing the verdict
+	// take this replica.
+	pace fleet.Pace
 }
 
 // storedVerdict is a verdict as sealed in the store: the service's answer,
@@ -45,7 +55,8 @@ const epochLen = 16
 const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // errForeignEpoch is a token's epoch in the store that this SDK did not
-// write: the check goes on without the store rather than trust it.
+// write: the check goes on without the store rather than trust it, and the
+// first one is logged.
 var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign shape")
 
 // await returns the verdict on header from the store, waiting while another
@@ -53,39 +64,60 @@ var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign sha
 // returns found false when this replica must ask the service itself, with
 // the slot to put its verdict in ("" when the store failed: the verdict is
 // then not stored). A lease it took is released when ctx ends (the check's
-// call is bounded by Authenticator.Timeout), or lapses by itself.
+// call is bounded by Authenticator.Timeout), or lapses by itself. ctx
+// carries the check's budget of store time (see fleet.WithBudget), which
+// bounds the wait on another replica too, by the check's own clock.
 func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, slot string, found bool) {
 	if s == nil {
 		return authVerdict{}, "", false
 	}
-	slot, err := s.slot(ctx, s.store.seal.verdictKey(header))
+	slot, err := s.slot(ctx, s.store.Sealer().VerdictStem(header))
 	if err != nil {
 		return authVerdict{}, "", false
 	}
-	l := lease{store: s.store, key: slot + ":lease", ttl: verdictLease, patience: callerPatience(ctx, verdictLease)}
-	v, found, unlock := awaitLease(ctx, l, func() (authVerdict, bool, error) { return s.read(ctx, slot, header) })
+	l := fleet.Lease{Key: slot + ":lease", TTL: verdictLease, Patience: fleet.Patience(ctx, s.patience())}
+	v, found, unlock := fleet.Await(ctx, s.store, l, func() (authVerdict, bool, error) { return s.read(ctx, slot, header) })
 	if unlock != nil {
-		// In a goroutine of its own, which logs a failing store: a Logger
-		// that panics is contained there.
+		// In a goroutine of its own, where a failing store may open the
+		// breaker, which logs and tells the Observer: hosted code,
+		// contained there.
 		context.AfterFunc(ctx, func() {
-			defer s.store.contain(ctx)
+			defer s.store.Contain(ctx)
 			unlock()
 		})
 	}
 	return v, slot, found
 }
 
+// patience is how long a check waits for another replica's verdict, by
+// its own clock: four times what asking the service and storing the
+// verdict take this replica (see fleet.Pace), at least SharedStoreTimeout
+// and at most verdictLease.
+func (s *sharedVerdicts) patience() time.Duration {
+	return s.pace.Patience(s.store.Guard().Timeout, verdictLease)
+}
+
+// produced records how long asking the service and storing its verdict
+// took this replica.
+func (s *sharedVerdicts) produced(took time.Duration) {
+	if s != nil {
+		s.pace.Record(took)
+	}
+}
+
 // slot returns the key the verdict on a token lives under now: the stem
-// (see sealer.verdictKey), or the stem and the epoch Forget set.
+// (see fleet.Sealer.VerdictStem), or the stem and the epoch Forget set.
 func (s *sharedVerdicts) slot(ctx context.Context, stem string) (string, error) {
-	epoch, err := s.store.get(ctx, stem+":epoch")
+	epoch, err := s.store.Get(ctx, stem+":epoch")
 	switch {
 	case err != nil:
 		return "", err
 	case epoch == nil:
 		return stem, nil
 	case len(epoch) != epochLen || strings.Trim(string(epoch), base64URLAlphabet) != "":
-		s.store.note(ctx, errForeignEpoch)
+		if !s.foreign.Swap(true) {
+			s.logger.LogAttrs(ctx, slog.LevelWarn, "management: a verdict epoch in the shared store that the SDK did not write; checks of that token go on without the store (logged once)")
+		}
 		return "", errForeignEpoch
 	}
 	return stem + ":e" + string(epoch), nil
@@ -96,7 +128,7 @@ func (s *sharedVerdicts) slot(ctx context.Context, stem string) (string, error) 
 // another epoch) or has expired reads as absent; a failing store is an
 // error.
 func (s *sharedVerdicts) read(ctx context.Context, slot, header string) (authVerdict, bool, error) {
-	plain, err := s.store.open(ctx, slot)
+	plain, err := s.store.Open(ctx, slot)
 	var sv storedVerdict
 	switch {
 	case err != nil || plain == nil:
@@ -123,24 +155,30 @@ func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuth
 	if err != nil {
 		return
 	}
-	s.store.put(ctx, slot, plain, ttl)
+	_ = s.store.Put(ctx, slot, plain, ttl)
 }
 
 // drop makes the fleet forget the verdict on header: a new epoch, so that
 // no verdict stored under an earlier one is read again, even one written
 // after this (see slot); and, should the store refuse it, the verdict
 // without an epoch deleted. The key of the layout before hash tags is
-// deleted too, for replicas not yet upgraded.
-func (s *sharedVerdicts) drop(ctx context.Context, header string) {
+// deleted too, for replicas not yet upgraded. The store is tried even
+// while its breaker is open, within one SharedStoreTimeout in all (and
+// ctx); the error is the epoch's: failing it, the fleet may go on
+// accepting the token until the verdicts stored under the epoch expire.
+func (s *sharedVerdicts) drop(ctx context.Context, header string) error {
 	if s == nil {
-		return
+		return nil
 	}
-	stem := s.store.seal.verdictKey(header)
+	ctx = fleet.WithBudget(fleet.Forced(ctx), s.store.Guard().Timeout, nil)
+	seal := s.store.Sealer()
+	stem := seal.VerdictStem(header)
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	s.store.set(ctx, stem+":epoch", base64.RawURLEncoding.AppendEncode(nil, b[:]), s.epochTTL())
-	s.store.delete(ctx, stem)
-	s.store.delete(ctx, s.store.seal.legacyVerdictKey(header))
+	err := s.store.Set(ctx, stem+":epoch", base64.RawURLEncoding.AppendEncode(nil, b[:]), s.epochTTL())
+	_ = s.store.Delete(ctx, stem)
+	_ = s.store.Delete(ctx, seal.LegacyVerdictKey(header))
+	return err
 }
 
 // epochTTL is how long an epoch set by Forget lives: longer than a check

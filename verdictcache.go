@@ -47,9 +47,9 @@ type inflightCall struct {
 // SHA-256 digest, so that raw tokens are not kept.
 type verdictKey = [sha256.Size]byte
 
-// tokenKey returns the verdictKey of header. (The conversion to []byte
-// does not allocate: sha256.Sum256 does not keep it.)
-func tokenKey(header string) verdictKey {
+// headerDigest returns the verdictKey of header. (The conversion to
+// []byte does not allocate: sha256.Sum256 does not keep it.)
+func headerDigest(header string) verdictKey {
 	return sha256.Sum256([]byte(header))
 }
 

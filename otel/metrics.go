@@ -46,4 +46,10 @@ func (o *observer) instruments(m metric.Meter) {
 	o.active, err = m.Int64UpDownCounter("management.authenticator.calls.active", metric.WithUnit("{call}"),
 		metric.WithDescription("Authenticate calls in flight."))
 	handle(err)
+	o.breakersOpen, err = m.Int64UpDownCounter("management.breaker.open", metric.WithUnit("{breaker}"),
+		metric.WithDescription("Breakers of the SDK open now, by management.breaker: what they guard is left alone for a cool-down."))
+	handle(err)
+	o.breakerOpenings, err = m.Int64Counter("management.breaker.openings", metric.WithUnit("{opening}"),
+		metric.WithDescription("Breakers of the SDK opened, by management.breaker."))
+	handle(err)
 }

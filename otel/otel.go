@@ -25,6 +25,13 @@
 //	management.authenticator.misses         counter, checks that joined or made a call
 //	management.authenticator.refusals       counter, checks refused without a call
 //	management.authenticator.calls.active   up-down counter, authenticate calls in flight
+//	management.breaker.open                 up-down counter, breakers open now, by management.breaker
+//	management.breaker.openings             counter, breakers opened, by management.breaker
+//
+// management.breaker names what a breaker guards (management.BreakerName):
+// "shared_store" (the shared store, after an operation failed or timed
+// out) or "lease_waits" (the waits on other replicas' leases, after
+// several were waited out in a row).
 //
 // No id, token, secret or page cursor is in a span name, attribute, event
 // or metric by default; WithPathValues adds the ids (never cursors).
@@ -35,6 +42,7 @@ import (
 
 	"github.com/serviceconnect/management"
 	otelapi "go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -110,6 +118,7 @@ func New(opts ...Option) *management.Observer {
 		AttemptStart:      o.attemptStart,
 		AttemptDone:       o.attemptDone,
 		FlightJoined:      o.flightJoined,
+		BreakerChange:     o.breaker,
 	}
 }
 
@@ -128,6 +137,8 @@ type observer struct {
 	misses            metric.Int64Counter
 	refusals          metric.Int64Counter
 	active            metric.Int64UpDownCounter
+	breakersOpen      metric.Int64UpDownCounter
+	breakerOpenings   metric.Int64Counter
 }
 
 // tracer returns the tracer of an operation started with ctx. Without a
@@ -170,4 +181,17 @@ func (o *observer) check(ctx context.Context, outcome management.AuthOutcome) {
 
 func (o *observer) calls(ctx context.Context, delta int) {
 	o.active.Add(ctx, int64(delta))
+}
+
+// breakerKey names a breaker in the breaker metrics: one of a few values.
+const breakerKey = attribute.Key("management.breaker")
+
+func (o *observer) breaker(ctx context.Context, b management.BreakerInfo) {
+	attrs := metric.WithAttributes(breakerKey.String(string(b.Breaker)))
+	if b.Open {
+		o.breakersOpen.Add(ctx, 1, attrs)
+		o.breakerOpenings.Add(ctx, 1, attrs)
+		return
+	}
+	o.breakersOpen.Add(ctx, -1, attrs)
 }

@@ -1,4 +1,4 @@
-package management
+package fleet
 
 import (
 	"bytes"
@@ -6,43 +6,43 @@ import (
 	"testing"
 )
 
-func newTestSealer(t *testing.T, secret, baseURL, clientID string) *sealer {
+func newTestSealer(t *testing.T, secret, baseURL, clientID string) *Sealer {
 	t.Helper()
-	s, err := newSealer([]byte(secret), baseURL, defaultPathPrefix, clientID)
+	s, err := NewSealer([]byte(secret), baseURL, "/v1", clientID)
 	if err != nil {
-		t.Fatalf("newSealer: %v", err)
+		t.Fatalf("NewSealer: %v", err)
 	}
 	return s
 }
 
 func TestSealOpen(t *testing.T) {
 	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
-	key := s.tokenKey()
-	sealed := s.seal(key, []byte("the token"))
+	key := s.ManagementTokenKey()
+	sealed := s.Seal(key, []byte("the token"))
 	if bytes.Contains(sealed, []byte("the token")) {
 		t.Fatal("the sealed value holds the plaintext")
 	}
-	if got, ok := s.open(key, sealed); !ok || string(got) != "the token" {
+	if got, ok := s.Open(key, sealed); !ok || string(got) != "the token" {
 		t.Fatalf("open = %q, %v; want the plaintext", got, ok)
 	}
-	if bytes.Equal(sealed, s.seal(key, []byte("the token"))) {
+	if bytes.Equal(sealed, s.Seal(key, []byte("the token"))) {
 		t.Error("two seals of one plaintext are equal: the nonce is not fresh")
 	}
 }
 
 func TestOpenRefuses(t *testing.T) {
 	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
-	key := s.tokenKey()
-	sealed := s.seal(key, []byte("the token"))
+	key := s.ManagementTokenKey()
+	sealed := s.Seal(key, []byte("the token"))
 	flipped := bytes.Clone(sealed)
 	flipped[len(flipped)-1] ^= 1
 	rotated := newTestSealer(t, "secret-2", "https://a.example", "client-1")
 	cases := map[string]struct {
-		s     *sealer
+		s     *Sealer
 		key   string
 		value []byte
 	}{
-		"another storage key":       {s, s.verdictKey("Bearer x"), sealed},
+		"another storage key":       {s, s.VerdictStem("Bearer x"), sealed},
 		"a flipped bit":             {s, key, flipped},
 		"a rotated secret":          {rotated, key, sealed},
 		"truncated":                 {s, key, sealed[:10]},
@@ -50,7 +50,7 @@ func TestOpenRefuses(t *testing.T) {
 		"plaintext written by hand": {s, key, []byte(`{"access_token":"forged","token_type":"Bearer"}`)},
 	}
 	for name, c := range cases {
-		if got, ok := c.s.open(c.key, c.value); ok {
+		if got, ok := c.s.Open(c.key, c.value); ok {
 			t.Errorf("%s: open = %q, true; want refused", name, got)
 		}
 	}
@@ -58,7 +58,7 @@ func TestOpenRefuses(t *testing.T) {
 
 func TestStorageKeysNeverHoldIdentifiersOrTokens(t *testing.T) {
 	a := newTestSealer(t, "secret-1", "https://a.example", "client-1")
-	keys := []string{a.tokenKey(), a.tokenLeaseKey(), a.verdictKey("Bearer eu-token-1")}
+	keys := []string{a.ManagementTokenKey(), a.ManagementTokenLeaseKey(), a.VerdictStem("Bearer eu-token-1")}
 	for _, k := range keys {
 		for _, bad := range []string{"client-1", "eu-token-1", "secret-1", "a.example"} {
 			if strings.Contains(k, bad) {
@@ -66,15 +66,15 @@ func TestStorageKeysNeverHoldIdentifiersOrTokens(t *testing.T) {
 			}
 		}
 	}
-	for name, other := range map[string]*sealer{
+	for name, other := range map[string]*Sealer{
 		"another base URL": newTestSealer(t, "secret-1", "https://b.example", "client-1"),
 		"another client":   newTestSealer(t, "secret-1", "https://a.example", "client-2"),
 	} {
-		if other.tokenKey() == a.tokenKey() || other.verdictKey("Bearer eu-token-1") == a.verdictKey("Bearer eu-token-1") {
+		if other.ManagementTokenKey() == a.ManagementTokenKey() || other.VerdictStem("Bearer eu-token-1") == a.VerdictStem("Bearer eu-token-1") {
 			t.Errorf("%s shares storage keys", name)
 		}
 	}
-	if a.verdictKey("Bearer 1") == a.verdictKey("Bearer 2") {
+	if a.VerdictStem("Bearer 1") == a.VerdictStem("Bearer 2") {
 		t.Error("two tokens share a verdict key")
 	}
 }
@@ -96,9 +96,9 @@ func hashTag(key string) string {
 // cluster. Every key starts with the layout's version.
 func TestKeyLayout(t *testing.T) {
 	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
-	stem, other := s.verdictKey("Bearer eu-1"), s.verdictKey("Bearer eu-2")
+	stem, other := s.VerdictStem("Bearer eu-1"), s.VerdictStem("Bearer eu-2")
 	groups := [][]string{
-		{s.tokenKey(), s.tokenLeaseKey()},
+		{s.ManagementTokenKey(), s.ManagementTokenLeaseKey()},
 		{stem, stem + ":lease", stem + ":epoch", stem + ":eAAAAAAAAAAAAAAAA"},
 	}
 	for _, keys := range groups {
@@ -111,10 +111,10 @@ func TestKeyLayout(t *testing.T) {
 			}
 		}
 	}
-	if hashTag(stem) == hashTag(other) || hashTag(stem) == hashTag(s.tokenKey()) {
-		t.Errorf("verdicts tagged %q and %q, the token %q; want each its own", hashTag(stem), hashTag(other), hashTag(s.tokenKey()))
+	if hashTag(stem) == hashTag(other) || hashTag(stem) == hashTag(s.ManagementTokenKey()) {
+		t.Errorf("verdicts tagged %q and %q, the token %q; want each its own", hashTag(stem), hashTag(other), hashTag(s.ManagementTokenKey()))
 	}
-	if s.legacyVerdictKey("Bearer eu-1") == stem {
+	if s.LegacyVerdictKey("Bearer eu-1") == stem {
 		t.Error("the legacy verdict key is the new one")
 	}
 }

@@ -1,4 +1,4 @@
-package management
+package fleet
 
 import (
 	"crypto/aes"
@@ -11,7 +11,7 @@ import (
 	"encoding/hex"
 )
 
-// sealer derives the keys of one Client's entries in a SharedStore and seals
+// Sealer derives the keys of one Client's entries in a SharedStore and seals
 // their values, so that whoever can read or write the store can neither use
 // a stored token nor forge a verdict:
 //   - every storage key holds a namespace hashed from the base URL,
@@ -26,7 +26,7 @@ import (
 //     secret: after the secret is rotated, old entries read as absent.
 //
 // The master secret is the client secret, or Config.SharedStoreKey.
-type sealer struct {
+type Sealer struct {
 	namespace string
 	keyID     [4]byte
 	aead      cipher.AEAD
@@ -36,7 +36,10 @@ type sealer struct {
 // sealVersion is the first byte of every sealed value.
 const sealVersion = 1
 
-func newSealer(master []byte, baseURL, prefix, clientID string) (*sealer, error) {
+// NewSealer returns the Sealer of a Client: master is its client secret
+// or Config.SharedStoreKey; baseURL, prefix and clientID name its
+// namespace.
+func NewSealer(master []byte, baseURL, prefix, clientID string) (*Sealer, error) {
 	derive := func(info string, n int) ([]byte, error) {
 		return hkdf.Key(sha256.New, master, nil, "management-go/shared-store/"+info, n)
 	}
@@ -61,7 +64,7 @@ func newSealer(master []byte, baseURL, prefix, clientID string) (*sealer, error)
 		return nil, err
 	}
 	ns := sha256.Sum256([]byte("management-go/v1\x00" + baseURL + "\x00" + prefix + "\x00" + clientID))
-	s := &sealer{namespace: hex.EncodeToString(ns[:12]), aead: aead, macKey: macKey}
+	s := &Sealer{namespace: hex.EncodeToString(ns[:12]), aead: aead, macKey: macKey}
 	copy(s.keyID[:], id)
 	return s, nil
 }
@@ -75,39 +78,39 @@ func newSealer(master []byte, baseURL, prefix, clientID string) (*sealer, error)
 //
 //	mg1:{<ns>}:token              the management token
 //	mg1:{<ns>}:token:lease        the lease on refreshing it
-//	mg1:<ns>:verdict:{<mac>}:epoch  an End User token's epoch, set by Forget (see sharedverdicts.go)
+//	mg1:<ns>:verdict:{<mac>}:epoch  an End User token's epoch, set by Forget (see the root's sharedverdicts.go)
 //	mg1:<ns>:verdict:{<mac>}[:e<epoch>]  the verdict, under the epoch read before asking
 //	mg1:<ns>:verdict:{<mac>}[:e<epoch>]:lease  the lease on asking about it
 
-// tokenKey is the storage key of the fleet's management token.
-func (s *sealer) tokenKey() string { return "mg1:{" + s.namespace + "}:token" }
+// ManagementTokenKey is the storage key of the fleet's management token.
+func (s *Sealer) ManagementTokenKey() string { return "mg1:{" + s.namespace + "}:token" }
 
-// tokenLeaseKey is the storage key of the lease on refreshing it.
-func (s *sealer) tokenLeaseKey() string { return s.tokenKey() + ":lease" }
+// ManagementTokenLeaseKey is the storage key of the lease on refreshing it.
+func (s *Sealer) ManagementTokenLeaseKey() string { return s.ManagementTokenKey() + ":lease" }
 
-// verdictKey is the storage key of the entries on an Authorization header
-// value: the verdict's (when no epoch was set), and the stem of its lease's,
-// epoch's and epoch-bound verdicts' keys.
-func (s *sealer) verdictKey(authorization string) string {
+// VerdictStem is the storage key of the entries on an Authorization
+// header value: the verdict's (when no epoch was set), and the stem of its
+// lease's, epoch's and epoch-bound verdicts' keys.
+func (s *Sealer) VerdictStem(authorization string) string {
 	return "mg1:" + s.namespace + ":verdict:{" + s.mac(authorization) + "}"
 }
 
-// legacyVerdictKey is the key the layout before hash tags gave the verdict on
+// LegacyVerdictKey is the key the layout before hash tags gave the verdict on
 // authorization, which Forget still deletes so that replicas not yet
 // upgraded during a rolling deploy stop accepting a forgotten token.
-func (s *sealer) legacyVerdictKey(authorization string) string {
+func (s *Sealer) LegacyVerdictKey(authorization string) string {
 	return "mg1:" + s.namespace + ":verdict:" + s.mac(authorization)
 }
 
-func (s *sealer) mac(authorization string) string {
+func (s *Sealer) mac(authorization string) string {
 	m := hmac.New(sha256.New, s.macKey)
 	m.Write([]byte(authorization))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// seal encrypts plaintext for storage under key: version, key id, nonce,
+// Seal encrypts plaintext for storage under key: version, key id, nonce,
 // then the ciphertext and its tag.
-func (s *sealer) seal(key string, plaintext []byte) []byte {
+func (s *Sealer) Seal(key string, plaintext []byte) []byte {
 	head := 1 + len(s.keyID)
 	out := make([]byte, head+s.aead.NonceSize(), head+s.aead.NonceSize()+len(plaintext)+s.aead.Overhead())
 	out[0] = sealVersion
@@ -117,9 +120,9 @@ func (s *sealer) seal(key string, plaintext []byte) []byte {
 	return s.aead.Seal(out, nonce, plaintext, []byte(key))
 }
 
-// open returns the plaintext sealed under key, or false for a value that
+// Open returns the plaintext sealed under key, or false for a value that
 // is foreign, corrupt, sealed under another key or by another secret.
-func (s *sealer) open(key string, sealed []byte) ([]byte, bool) {
+func (s *Sealer) Open(key string, sealed []byte) ([]byte, bool) {
 	head := 1 + len(s.keyID)
 	if len(sealed) < head+s.aead.NonceSize()+s.aead.Overhead() || sealed[0] != sealVersion ||
 		!hmac.Equal(sealed[1:head], s.keyID[:]) {

@@ -1,0 +1,321 @@
+// Package fleet is the machinery by which the replicas of a service share
+// what they fetch through a store (the root package's SharedStore): the
+// Guard that bounds every operation on the store (a timeout, a bound on
+// the operations running, a Breaker, a budget per call), the lease by
+// which one replica produces a value while the others wait for it, and the
+// Sealer that names the keys and seals the values.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Store is a key-value store shared by the replicas of a service, as the
+// root package's SharedStore documents it (which satisfies it).
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	Delete(ctx context.Context, key string) error
+	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(context.Context) error, ok bool, err error)
+}
+
+// MaxCalls bounds the store operations of a Guard running at once,
+// abandoned ones (past the timeout) included: beyond it, an operation
+// fails at once rather than start, so a store that hangs holds at most this
+// many goroutines, however many calls meet it. A store answering in a
+// millisecond reaches it only past a hundred thousand operations a second.
+const MaxCalls = 128
+
+// ErrBusy is an operation refused because MaxCalls are running; like any
+// store failure, the caller goes on without the store.
+var ErrBusy = fmt.Errorf("shared store: %d calls running (abandoned ones included), not starting another", MaxCalls)
+
+// ErrSkipped is an operation the Guard did not start: its Breaker is open,
+// or the call's budget of store time is spent. The caller goes on without
+// the store, as it does after a failure.
+var ErrSkipped = errors.New("shared store: left alone for now (failing recently, or this call's time for it is spent)")
+
+// Guard bounds every operation on the stores of one Client, whatever the
+// store does with its context (go-redis, for one, ignores the deadline on
+// socket reads unless told otherwise): an operation that overruns its time
+// is abandoned, its error is the deadline's, and it finishes in the
+// background, counted, within MaxCalls. A failure or an operation that
+// times out opens Breaker; a Client then goes on without its stores for a
+// cool-down. Leases is the Breaker of the waits on other replicas' leases
+// (see Await). Set the fields before the first use.
+type Guard struct {
+	// Timeout bounds one operation (Config.SharedStoreTimeout).
+	Timeout time.Duration
+	Breaker *Breaker
+	Leases  *Breaker
+	// Panicked returns the error of an operation that panicked, which its
+	// caller gets; LogPanic then logs the panic (hosted code: after the
+	// caller has its error). callerFailed is false for a panic of the code
+	// that runs around the store in a goroutine of the SDK's (a Logger or
+	// an Observer told of the Breaker: see Shared.Contain, Guard.probe),
+	// whose callers are not affected. Both are required.
+	Panicked func() error
+	LogPanic func(ctx context.Context, p any, callerFailed bool)
+
+	running   atomic.Int64 // operations running, abandoned ones included; <= MaxCalls
+	abandoned atomic.Int64 // operations abandoned in all
+	polls     pollTurns    // the rounds of the waits on leases (see Await)
+}
+
+// Running returns the operations running, abandoned ones included.
+func (g *Guard) Running() int64 { return g.running.Load() }
+
+// Abandoned returns the operations abandoned so far.
+func (g *Guard) Abandoned() int64 { return g.abandoned.Load() }
+
+// PollingKeys returns the number of keys whose waits are being spaced.
+func (g *Guard) PollingKeys() int {
+	g.polls.mu.Lock()
+	defer g.polls.mu.Unlock()
+	return len(g.polls.keys)
+}
+
+// forced is the context key of an operation that the Breaker must let
+// through (see Forced).
+type forced struct{}
+
+// Forced returns ctx whose store operations run whatever the Breaker's
+// state (see Breaker.Force): a sign-out must at least try to reach the
+// fleet.
+func Forced(ctx context.Context) context.Context { return context.WithValue(ctx, forced{}, true) }
+
+// do runs op on the store, unless the Breaker or the call's budget refuses
+// it (ErrSkipped) or MaxCalls are running (ErrBusy), with a context bounded
+// by the Guard's Timeout and by what is left of the call's budget (see
+// WithBudget) and its Hurry; it returns op's result, or an error matching
+// context.DeadlineExceeded once that time passes (ctx's error once ctx
+// ends), abandoning op. A panic of op is its error, logged.
+//
+// The outcome goes to the Breaker: a failure opens it, and so does a
+// timeout when op was given at least a quarter of the Guard's Timeout (a
+// call with less time left says little of the store); an operation
+// whose caller gave up first (ctx ended, or a Hurry) says nothing. When
+// the Breaker lets op through as its probe, probe (a read of op's key)
+// runs instead, in the background (see Guard.probe), and the caller goes
+// on without the store: no caller waits on a store that may still hang.
+func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error, op func(context.Context) (T, error)) (T, error) {
+	var zero T
+	b := budgetOf(ctx)
+	limit := g.Timeout
+	var hurry *Hurry
+	if b != nil {
+		limit = min(limit, b.Left())
+		hurry = b.hurry
+		if limit <= 0 {
+			return zero, ErrSkipped
+		}
+	}
+	t, ok := g.Breaker.Force(), true
+	if f, _ := ctx.Value(forced{}).(bool); !f {
+		t, ok = g.Breaker.Allow()
+	}
+	if !ok {
+		return zero, ErrSkipped
+	}
+	if t.probe {
+		g.probe(ctx, t, probe)
+		return zero, ErrSkipped
+	}
+	if g.running.Add(1) > MaxCalls {
+		g.running.Add(-1)
+		t.Abstained()
+		return zero, ErrBusy
+	}
+	start := time.Now()
+	v, end, err := run(ctx, g, limit, hurry, op)
+	if b != nil {
+		b.spend(time.Since(start))
+	}
+	switch {
+	case err == nil:
+		t.Succeeded(ctx)
+	case end == cut, end == timedOut && limit < g.Timeout/4:
+		t.Abstained()
+	default:
+		t.Failed(ctx, err)
+	}
+	return v, err
+}
+
+// probe sends op to the store as t, the Breaker's probe, in a goroutine of
+// its own, bounded by the Guard's Timeout: the caller does not wait for
+// it. Its success closes the Breaker, its failure opens it for longer.
+// Telling the Breaker runs hosted code (its OnChange logs and tells the
+// Observer), contained there.
+func (g *Guard) probe(ctx context.Context, t Ticket, op func(context.Context) error) {
+	if op == nil || g.running.Add(1) > MaxCalls {
+		if op != nil {
+			g.running.Add(-1)
+		}
+		t.Abstained()
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				g.LogPanic(ctx, p, false)
+			}
+		}()
+		_, _, err := run(ctx, g, g.Timeout, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) })
+		if err != nil {
+			t.Failed(ctx, err)
+			return
+		}
+		t.Succeeded(ctx)
+	}()
+}
+
+// ending is how a store operation ended for its caller.
+type ending int
+
+const (
+	answered ending = iota // with a result or the store's own error
+	timedOut               // at its time limit
+	cut                    // its caller gave up first (ctx ended, or a Hurry)
+)
+
+// run runs op in a goroutine of its own with a context that ends after
+// limit, and returns its result, or an error once the context ends or
+// hurry asks the caller's result by a time that has come.
+func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry, op func(context.Context) (T, error)) (T, ending, error) {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel() // a store that honours its context may yet end an abandoned call early
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer g.running.Add(-1)
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: g.Panicked()} // the caller first: the log below is hosted code
+				g.LogPanic(ctx, p, true)
+			}
+		}()
+		v, err := op(ctx)
+		done <- result{v, err}
+	}()
+	var moved <-chan struct{}
+	if hurry != nil {
+		_, _, moved = hurry.state()
+	}
+	var hurried <-chan time.Time
+	end := timedOut
+wait:
+	for {
+		select {
+		case r := <-done:
+			switch {
+			case r.err == nil || ctx.Err() == nil:
+				return r.v, answered, r.err
+			case parent.Err() != nil:
+				return r.v, cut, r.err
+			}
+			return r.v, timedOut, r.err
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				end = cut
+			}
+			break wait
+		case <-moved:
+			var by time.Time
+			by, _, moved = hurry.state()
+			if d := time.Until(by); d > 0 {
+				timer := time.NewTimer(d)
+				defer timer.Stop()
+				hurried = timer.C
+				continue
+			}
+			end = cut
+			break wait
+		case <-hurried:
+			end = cut
+			break wait
+		}
+	}
+	select {
+	case r := <-done: // it answered just as the time ran out
+		if r.err != nil {
+			return r.v, end, r.err
+		}
+		return r.v, answered, nil
+	default:
+	}
+	g.abandoned.Add(1)
+	var zero T
+	if end == cut && parent.Err() == nil {
+		return zero, cut, fmt.Errorf("shared store: call abandoned: its caller needs the result now: %w", context.DeadlineExceeded)
+	}
+	return zero, end, fmt.Errorf("shared store: call abandoned after %v: %w", limit, ctx.Err())
+}
+
+// Guarded is a Store with every operation bounded by a Guard.
+type Guarded struct {
+	store Store
+	g     *Guard
+}
+
+// Guard returns store bounded by g.
+func (g *Guard) Guard(store Store) Guarded { return Guarded{store, g} }
+
+// probe returns a read of key, the Breaker's probe for an operation on
+// key: it changes nothing in the store.
+func (s Guarded) probe(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := s.store.Get(ctx, key)
+		return err
+	}
+}
+
+// Get, Set and Delete call the store through do.
+func (s Guarded) Get(ctx context.Context, key string) ([]byte, error) {
+	return do(ctx, s.g, s.probe(key), func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) })
+}
+
+// Set: see Get.
+func (s Guarded) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	_, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.store.Set(ctx, key, value, ttl)
+	})
+	return err
+}
+
+// Delete: see Get.
+func (s Guarded) Delete(ctx context.Context, key string) error {
+	_, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) })
+	return err
+}
+
+// TryLock takes the lease; its unlock is bounded too.
+func (s Guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (func(context.Context) error, bool, error) {
+	type lock struct {
+		unlock func(context.Context) error
+		ok     bool
+	}
+	l, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (lock, error) {
+		unlock, ok, err := s.store.TryLock(ctx, key, ttl)
+		return lock{unlock, ok}, err
+	})
+	switch {
+	case err != nil || !l.ok:
+		return nil, false, err
+	case l.unlock == nil: // a store's bug: the lease then lapses by itself
+		return func(context.Context) error { return nil }, true, nil
+	}
+	return func(ctx context.Context) error {
+		_, err := do(ctx, s.g, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) })
+		return err
+	}, true, nil
+}
