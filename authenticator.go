@@ -252,15 +252,18 @@ func (a *Authenticator) CheckAuthorization(ctx context.Context, values []string)
 // of the token, no allocation, no report to the Observer); once that verdict
 // has expired (CacheTTL) or been dropped (Forget), the token is checked
 // again, as CheckAuthorization would, and the error is one of the refusals
-// listed on Authenticator. A context that carries no such check is an
-// error matching ErrInvalidArgument.
+// listed on Authenticator. Recheck refuses an Authenticator that Check
+// would refuse first, then a context that carries no such check, with
+// ErrMissingToken (there is no token to check again), doing nothing else:
+// Recheck(context.Background()) tells whether a is usable, as package
+// grpcauth asks when it builds an interceptor.
 func (a *Authenticator) Recheck(ctx context.Context) error {
-	c, ok := ctx.Value(endUserKey{}).(*checked)
-	if !ok || c == nil {
-		return errorf("%w: the context carries no End User that CheckAuthorization let through", ErrInvalidArgument)
-	}
 	if err := a.checkClient(); err != nil {
 		return err
+	}
+	c, ok := ctx.Value(endUserKey{}).(*checked)
+	if !ok || c == nil {
+		return ErrMissingToken
 	}
 	a.once.Do(a.init)
 	v, outcome, err := a.verdict(ctx, c.key, c.header)

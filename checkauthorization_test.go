@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -162,11 +163,20 @@ func TestRecheck(t *testing.T) {
 	})
 }
 
+// Recheck refuses a misconfigured Authenticator first, then a context
+// without a check, doing nothing else: no report to the Observer.
 func TestRecheckMisuse(t *testing.T) {
-	c, _ := authnSetup(t, Config{}, authnAnswers())
+	rec := &obsRecorder{}
+	c, _ := authnSetup(t, Config{Observer: rec.observer()}, authnAnswers())
 	a := &Authenticator{Client: c}
-	if err := a.Recheck(context.Background()); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("Recheck of a context without a check = %v; want ErrInvalidArgument", err)
+	if err := a.Recheck(context.Background()); !errors.Is(err, ErrMissingToken) {
+		t.Errorf("Recheck of a context without a check = %v; want ErrMissingToken", err)
+	}
+	if got := rec.recorded(); len(got) != 0 {
+		t.Errorf("Recheck of a context without a check reported %+v", got)
+	}
+	if err := (&Authenticator{Client: &Client{}}).Recheck(context.Background()); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "NewClient") {
+		t.Errorf("Recheck of a context without a check, with a zero Client = %v; want ErrInvalidArgument naming NewClient (the Authenticator is refused first)", err)
 	}
 	ctx, _, err := a.CheckAuthorization(context.Background(), []string{"Bearer eu-alice"})
 	if err != nil {
