@@ -58,7 +58,7 @@ func readmeSnippets(t *testing.T) []readmeSnippet {
 // the companion modules, and the programs under examples/).
 func TestReadmeSnippetsAreExamples(t *testing.T) {
 	var sources []string
-	for _, pattern := range []string{"*example*_test.go", "redisstore/*example*_test.go", "otel/*example*_test.go", "examples/*/main.go"} {
+	for _, pattern := range []string{"*example*_test.go", "redisstore/*example*_test.go", "otel/*example*_test.go", "grpcauth/*example*_test.go", "examples/*/main.go"} {
 		names, _ := filepath.Glob(pattern)
 		sources = append(sources, names...)
 	}
@@ -107,6 +107,13 @@ var readmeImports = map[string]string{
 	"sdktrace":       "go.opentelemetry.io/otel/sdk/trace",
 	"semconv":        "go.opentelemetry.io/otel/semconv/v1.43.0",
 	"stdouttrace":    "go.opentelemetry.io/otel/exporters/stdout/stdouttrace",
+	"net":            "net",
+	"grpcauth":       "github.com/serviceconnect/management/grpcauth",
+	"grpc":           "google.golang.org/grpc",
+	"health":         "google.golang.org/grpc/health",
+	"healthgrpc":     "google.golang.org/grpc/health/grpc_health_v1",
+	"testgrpc":       "google.golang.org/grpc/interop/grpc_testing",
+	"connect":        "connectrpc.com/connect",
 }
 
 // wrapSnippet makes a Go file of a README snippet, as the README's wrapper
@@ -157,7 +164,7 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	companions := []string{"redisstore", "otel"}
+	companions := []string{"redisstore", "otel", "grpcauth"}
 	for _, dir := range companions {
 		if _, err := os.Stat(filepath.Join(root, dir, "go.mod")); err != nil {
 			t.Skipf("not a checkout of the repository (%v): the companion modules are needed", err)
