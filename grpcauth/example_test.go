@@ -30,6 +30,21 @@ func newGRPCServer(auth *management.Authenticator, opts ...grpcauth.Option) *grp
 	return srv
 }
 
+// serveLoopback serves srv on a loopback port and returns a client
+// connection to it, and the function that closes both.
+func serveLoopback(srv *grpc.Server) (*grpc.ClientConn, func()) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		panic(err)
+	}
+	return conn, func() { _ = conn.Close(); srv.Stop() }
+}
+
 // users is a service whose handlers read the End User the interceptors
 // let through.
 type users struct {
@@ -55,18 +70,8 @@ func Example() {
 	auth := &management.Authenticator{Client: fake.Client()}
 	srv := newGRPCServer(auth)
 	testgrpc.RegisterTestServiceServer(srv, users{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		panic(err)
-	}
-	defer conn.Close()
+	conn, stop := serveLoopback(srv)
+	defer stop()
 	client := testgrpc.NewTestServiceClient(conn)
 
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
@@ -91,21 +96,13 @@ func ExampleWithSkip() {
 	auth := &management.Authenticator{Client: fake.Client()}
 	srv := newGRPCServer(auth, grpcauth.WithSkip("/grpc.testing.TestService/UnaryCall"))
 	testgrpc.RegisterTestServiceServer(srv, users{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		panic(err)
-	}
-	defer conn.Close()
+	conn, stop := serveLoopback(srv)
+	defer stop()
+	client := testgrpc.NewTestServiceClient(conn)
 
-	res, err := testgrpc.NewTestServiceClient(conn).UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+	res, err := client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
 	fmt.Printf("%q %v\n", res.GetUsername(), err)
-	_, err = testgrpc.NewTestServiceClient(conn).EmptyCall(context.Background(), &testgrpc.Empty{})
+	_, err = client.EmptyCall(context.Background(), &testgrpc.Empty{})
 	fmt.Println(status.Code(err))
 	// Output:
 	// "" <nil>

@@ -371,16 +371,10 @@ func TestStreamOpens(t *testing.T) {
 // its verdict holds.
 func TestStreamWithinCacheTTL(t *testing.T) {
 	r := newRig(t, rigConfig{auth: func(a *management.Authenticator) { a.CacheTTL = time.Hour }})
-	duplex, err := r.client().FullDuplexCall(with(r.ctx, r.token()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 100 {
-		if err := duplex.Send(&testgrpc.StreamingOutputCallRequest{}); err != nil {
-			t.Fatal(err)
-		}
-		if res, err := duplex.Recv(); err != nil || string(res.GetPayload().GetBody()) != "u-ada" {
-			t.Fatalf("message %d: %v, %v", i, res, err)
+	duplex := r.duplex(with(r.ctx, r.token()))
+	for i := range 99 {
+		if user, err := exchange(duplex); err != nil || user != "u-ada" {
+			t.Fatalf("message %d: %q, %v", i, user, err)
 		}
 	}
 	_ = duplex.CloseSend()
@@ -410,19 +404,9 @@ func TestStreamRefusedAfterForget(t *testing.T) {
 	t.Run("bidi", func(t *testing.T) {
 		r := newRig(t, rigConfig{})
 		tok := r.token()
-		duplex, err := r.client().FullDuplexCall(with(r.ctx, tok))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := duplex.Send(&testgrpc.StreamingOutputCallRequest{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := duplex.Recv(); err != nil {
-			t.Fatal(err)
-		}
+		duplex := r.duplex(with(r.ctx, tok))
 		r.signOut(tok)
-		_ = duplex.Send(&testgrpc.StreamingOutputCallRequest{})
-		_, err = duplex.Recv()
+		_, err := exchange(duplex)
 		r.wantStatus("the message after Forget", err, codes.Unauthenticated, wantRelayed)
 		if n := r.authCalls(); n != 2 {
 			t.Errorf("%d authenticate calls; want 2 (when it opened, and after Forget)", n)
@@ -479,26 +463,16 @@ func TestStreamRecheckedAfterCacheTTL(t *testing.T) {
 	for _, revoke := range []bool{true, false} {
 		r := newRig(t, rigConfig{auth: func(a *management.Authenticator) { a.CacheTTL = ttl }})
 		tok := r.token()
-		duplex, err := r.client().FullDuplexCall(with(r.ctx, tok))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := duplex.Send(&testgrpc.StreamingOutputCallRequest{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := duplex.Recv(); err != nil {
-			t.Fatal(err)
-		}
+		duplex := r.duplex(with(r.ctx, tok))
 		if revoke {
 			r.fake.RevokeEndUserToken(strings.TrimPrefix(tok, "Bearer "))
 		}
 		time.Sleep(ttl) // the verdict, confirmed before this, expires
-		_ = duplex.Send(&testgrpc.StreamingOutputCallRequest{})
-		res, err := duplex.Recv()
+		user, err := exchange(duplex)
 		if revoke {
 			r.wantStatus("revoked, after CacheTTL", err, codes.Unauthenticated, wantRelayed)
-		} else if err != nil || string(res.GetPayload().GetBody()) != "u-ada" {
-			t.Errorf("valid, after CacheTTL: %v, %v; want the stream to go on", res, err)
+		} else if err != nil || user != "u-ada" {
+			t.Errorf("valid, after CacheTTL: %q, %v; want the stream to go on", user, err)
 		}
 		if n := r.authCalls(); n < 2 {
 			t.Errorf("revoked %t: %d authenticate calls; want a second one after CacheTTL", revoke, n)
@@ -533,24 +507,14 @@ func TestHTTPAndGRPCShareOneAuthenticator(t *testing.T) {
 	if got := get("/me"); got != "u-ada" {
 		t.Fatalf("HTTP: %q; want u-ada", got)
 	}
-	duplex, err := r.client().FullDuplexCall(with(r.ctx, tok))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := duplex.Send(&testgrpc.StreamingOutputCallRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := duplex.Recv(); err != nil || string(res.GetPayload().GetBody()) != "u-ada" {
-		t.Fatalf("gRPC: %v, %v", res, err)
-	}
+	duplex := r.duplex(with(r.ctx, tok))
 	if n := r.authCalls(); n != 1 {
 		t.Errorf("%d authenticate calls for one token on HTTP and gRPC; want 1", n)
 	}
 	if got := get("/sign-out"); got != "u-ada" {
 		t.Fatalf("HTTP sign-out: %q", got)
 	}
-	_ = duplex.Send(&testgrpc.StreamingOutputCallRequest{})
-	_, err = duplex.Recv()
+	_, err := exchange(duplex)
 	r.wantStatus("the gRPC stream after the HTTP sign-out", err, codes.Unauthenticated, wantRelayed)
 }
 
@@ -565,25 +529,10 @@ func TestNoGoroutineLeft(t *testing.T) {
 		if _, err := r.client().UnaryCall(ctx, &testgrpc.SimpleRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		duplex, err := r.client().FullDuplexCall(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = duplex.Send(&testgrpc.StreamingOutputCallRequest{})
-		if _, err := duplex.Recv(); err != nil {
-			t.Fatal(err)
-		}
-		open, err := r.client().FullDuplexCall(ctx) // left open: Stop ends it
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = open.Send(&testgrpc.StreamingOutputCallRequest{})
-		if _, err := open.Recv(); err != nil {
-			t.Fatal(err)
-		}
+		duplex := r.duplex(ctx)
+		r.duplex(ctx) // left open: Stop ends it
 		r.signOut(tok)
-		_ = duplex.Send(&testgrpc.StreamingOutputCallRequest{})
-		if _, err := duplex.Recv(); status.Code(err) != codes.Unauthenticated {
+		if _, err := exchange(duplex); status.Code(err) != codes.Unauthenticated {
 			t.Fatalf("after Forget: %v", err)
 		}
 	})
@@ -619,4 +568,32 @@ func goroutines() map[string]string {
 		}
 	}
 	return out
+}
+
+// duplexStream is the client's side of FullDuplexCall.
+type duplexStream = grpc.BidiStreamingClient[testgrpc.StreamingOutputCallRequest, testgrpc.StreamingOutputCallResponse]
+
+// duplex opens a bidi stream with ctx's authorization and exchanges one
+// message on it, failing the test unless the End User u-ada answers.
+func (r *rig) duplex(ctx context.Context) duplexStream {
+	r.t.Helper()
+	d, err := r.client().FullDuplexCall(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if user, err := exchange(d); err != nil || user != "u-ada" {
+		r.t.Fatalf("first message of the stream: %q, %v; want u-ada", user, err)
+	}
+	return d
+}
+
+// exchange sends a message on d and returns the End User the answer names,
+// or the status that ended the stream.
+func exchange(d duplexStream) (string, error) {
+	// A Send on a stream the server ended says io.EOF; Recv says why.
+	if err := d.Send(&testgrpc.StreamingOutputCallRequest{}); err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	res, err := d.Recv()
+	return string(res.GetPayload().GetBody()), err
 }
