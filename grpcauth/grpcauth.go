@@ -69,7 +69,9 @@ func newGuard(fn string, a *management.Authenticator, opts []Option) *guard {
 	}
 	c := config{skip: map[string]bool{healthCheck: true, healthWatch: true}}
 	for _, opt := range opts {
-		opt(&c)
+		if opt != nil {
+			opt(&c)
+		}
 	}
 	for m := range c.skip {
 		if !isFullMethod(m) {
