@@ -316,6 +316,9 @@ func TestMisusePanics(t *testing.T) {
 			}
 		}
 	}
+	// A nil Option is no misuse: options are often built conditionally.
+	grpcauth.UnaryServerInterceptor(valid, nil)
+	grpcauth.StreamServerInterceptor(valid, nil, grpcauth.WithSkip())
 }
 
 // A stream is checked when it opens, whichever its kind.
