@@ -63,9 +63,9 @@ const (
 // # Refusals
 //
 // This is the one table of refusals: the error Check and
-// CheckAuthorization return and ErrorHandler is given, and the answer Handler writes by default, with a
-// JSON body shaped like the service's ({"error_code", "reason",
-// "error_message"}):
+// CheckAuthorization return and ErrorHandler is given, and the answer
+// Handler writes by default, with a JSON body shaped like the service's
+// ({"error_code", "reason", "error_message"}):
 //   - no or a blank Authorization header: ErrMissingToken; 401, without
 //     calling the service.
 //   - an invalid token: *InvalidTokenError (matching ErrInvalidToken),

@@ -106,8 +106,10 @@ func (g *guard) check(ctx context.Context) (context.Context, error) {
 // Other RPCs end with the status Status gives the refusal, without calling
 // the handler.
 //
-// It panics when a is nil, or when a's Client is nil or not made by
-// management.NewClient, as Authenticator.Handler does.
+// It panics, naming what is wrong, when a is nil or is an Authenticator
+// that Check refuses (its Client nil or not made by management.NewClient),
+// as Authenticator.Handler does, or when WithSkip was given a name that is
+// not a full method name.
 func UnaryServerInterceptor(a *management.Authenticator, opts ...Option) grpc.UnaryServerInterceptor {
 	g := newGuard("UnaryServerInterceptor", a, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
