@@ -63,12 +63,17 @@ const (
 //	// on sign-out, once the token is revoked:
 //	_ = auth.Forget(r.Context(), r.Header.Get("Authorization"))
 //
+// CheckAuthorization is the same check for other transports (package
+// grpcauth: gRPC interceptors), so that one Authenticator guards a
+// service's HTTP and gRPC surfaces with one cache, one Forget and one
+// budget.
+//
 // # Refusals
 //
-// This is the one table of refusals: the error Check returns and
-// ErrorHandler is given, and the answer Handler writes by default, with a
-// JSON body shaped like the service's ({"error_code", "reason",
-// "error_message"}):
+// This is the one table of refusals: the error Check and
+// CheckAuthorization return and ErrorHandler is given, and the answer
+// Handler writes by default, with a JSON body shaped like the service's
+// ({"error_code", "reason", "error_message"}):
 //   - no or a blank Authorization header: ErrMissingToken; 401, without
 //     calling the service.
 //   - an invalid token: *InvalidTokenError (matching ErrInvalidToken),
@@ -266,56 +271,144 @@ func (a *Authenticator) checkClient() error {
 // refusals listed on Authenticator, or an error matching
 // ErrInvalidArgument, naming Authenticator.Client, when it is not set. r's
 // context bounds the wait; a request whose context has ended starts no
-// call. Check does not call ErrorHandler.
+// call. Check does not call ErrorHandler. It is CheckAuthorization of r's
+// Authorization header, without the context.
 func (a *Authenticator) Check(r *http.Request) (*EndUser, error) {
-	if err := a.checkClient(); err != nil {
+	// The key as net/http and Header.Set store it: indexing skips the
+	// canonicalization Header.Values does on every check.
+	c, err := a.check(r.Context(), r.Header["Authorization"])
+	if err != nil {
 		return nil, err
+	}
+	u := c.user // only the End User escapes: Check allocates no more than that
+	return &u, nil
+}
+
+// CheckAuthorization is Check for a transport other than net/http (see
+// package grpcauth): values are the Authorization values a request
+// carries, as received (an http.Header's, gRPC's "authorization"
+// metadata). Exactly one is accepted: none or a blank one is
+// ErrMissingToken; several, or one that is not valid UTF-8 or not
+// "<type> <token>", is an *InvalidTokenError, without a call; the others
+// are the refusals listed on Authenticator, as Check returns them. ctx
+// bounds the wait, as a request's context does for Check.
+//
+// When the token is let through, the returned context is ctx carrying the
+// End User, for EndUserFromContext, and the check, for Recheck; the End
+// User returned is the one it carries. Otherwise it returns ctx as given.
+func (a *Authenticator) CheckAuthorization(ctx context.Context, values []string) (context.Context, *EndUser, error) {
+	c, err := a.check(ctx, values)
+	if err != nil {
+		return ctx, nil, err
+	}
+	p := &c
+	return context.WithValue(ctx, endUserKey{}, p), &p.user, nil
+}
+
+// Recheck reports whether the End User token that CheckAuthorization let
+// through for ctx (the context it returned, or one derived from it) is
+// still let through, for a request that lasts, such as a stream: nil while
+// the verdict cached then holds, read under the key computed then (no digest
+// of the token, no allocation, no report to the Observer); once that verdict
+// has expired (CacheTTL) or been dropped (Forget), the token is checked
+// again, as CheckAuthorization would, and the error is one of the refusals
+// listed on Authenticator. Recheck refuses an Authenticator that Check
+// would refuse first, then a context that carries no such check, with
+// ErrMissingToken (there is no token to check again), doing nothing else:
+// Recheck(context.Background()) tells whether a is usable, as package
+// grpcauth asks when it builds an interceptor.
+func (a *Authenticator) Recheck(ctx context.Context) error {
+	if err := a.checkClient(); err != nil {
+		return err
+	}
+	c, ok := ctx.Value(endUserKey{}).(*checked)
+	if !ok || c == nil {
+		return ErrMissingToken
+	}
+	a.once.Do(a.init)
+	v, outcome, err := a.verdict(ctx, c.key, c.header)
+	if outcome != AuthHit {
+		a.observeCheck(ctx, outcome) // a check like any other, not a read of the cache
+	}
+	if err != nil {
+		return err
+	}
+	return v.err
+}
+
+// checked is a check that let a token through: what CheckAuthorization's
+// context carries.
+type checked struct {
+	user   EndUser
+	key    verdictKey // the verdict's, for Recheck
+	header string     // the Authorization value, for Recheck's call
+}
+
+// check has the verdict on values, the Authorization values of a request:
+// the checks of Check, CheckAuthorization and Handler.
+func (a *Authenticator) check(ctx context.Context, values []string) (checked, error) {
+	if err := a.checkClient(); err != nil {
+		return checked{}, err
 	}
 	a.once.Do(a.init)
 	outcome := AuthRefused
-	defer func() { a.observeCheck(r.Context(), outcome) }()
-	// The key as net/http and Header.Set store it: indexing skips the
-	// canonicalization Header.Values does on every check.
-	values := r.Header["Authorization"]
+	defer func() { a.observeCheck(ctx, outcome) }()
 	if len(values) > 1 {
 		// The service would judge one of them and a proxy or handler may
 		// read another: no verdict can be trusted for the request.
-		return nil, &InvalidTokenError{Response: relayable(nil)}
+		return checked{}, &InvalidTokenError{Response: relayable(nil)}
 	}
 	if len(values) == 0 || strings.TrimSpace(values[0]) == "" {
-		return nil, ErrMissingToken
+		return checked{}, ErrMissingToken
 	}
 	header := values[0]
 	if !utf8.ValidString(header) || credentialShape(header) != "" {
 		// No token of the service looks like this; Authenticate would
 		// refuse to send it: an invalid token, not an outage.
-		return nil, &InvalidTokenError{Response: relayable(nil)}
+		return checked{}, &InvalidTokenError{Response: relayable(nil)}
 	}
+	key := headerDigest(header)
+	v, outcome, err := a.verdict(ctx, key, header)
+	switch {
+	case err != nil:
+		return checked{}, err
+	case v.err != nil:
+		return checked{}, v.err
+	}
+	return checked{user: v.user, key: key, header: header}, nil
+}
+
+// verdict has the verdict on header, whose key is key: the cached one, or
+// that of the call in flight for it, joined or started. It is the one place
+// that decides a verdict; outcome is what the Observer is told.
+func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header string) (v authVerdict, outcome AuthOutcome, err error) {
 	// Marked, so that a check joining another's call to the service is
 	// reported to the Observer (FlightJoined), as an operation joining a
-	// token fetch is.
-	ctx := markOperation(r.Context(), a.observer())
+	// token fetch is; only a check that waits for a call needs the mark,
+	// so that a hit allocates none.
+	var marked context.Context
 	start := func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
-		return a.start(ctx, header, settle, release)
+		marked = markOperation(ctx, a.observer())
+		return a.start(marked, header, settle, release)
 	}
 	// With a store, judge spends the budget, once the store has no verdict.
-	v, call, err := a.verdictCache.lookup(ctx, headerDigest(header), time.Now(), a.shared == nil, start)
+	v, call, err := a.verdictCache.lookup(ctx, key, time.Now(), a.shared == nil, start)
 	switch {
 	case err != nil:
-		return nil, err
+		return authVerdict{}, AuthRefused, err
 	case call == nil:
-		outcome = AuthHit
-		return v.result()
+		return v, AuthHit, nil
+	case marked == nil: // joined a call in flight
+		marked = markOperation(ctx, a.observer())
 	}
-	outcome = AuthMiss
-	v, err = call.wait(ctx)
+	v, err = call.wait(marked)
 	switch {
 	case err != nil && err == ctx.Err():
-		return nil, errorf("waiting for the End User token check: %w", err)
+		return authVerdict{}, AuthMiss, errorf("waiting for the End User token check: %w", err)
 	case err != nil:
-		return nil, err
+		return authVerdict{}, AuthMiss, err
 	}
-	return v.result()
+	return v, AuthMiss, nil
 }
 
 // start starts the call that judges header. The call runs hosted code (the
@@ -405,7 +498,7 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 		panic("management: Authenticator.Handler: " + errtext.Unprefixed(err).Error())
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, err := a.Check(r)
+		ctx, _, err := a.CheckAuthorization(r.Context(), r.Header["Authorization"])
 		if err != nil {
 			if a.ErrorHandler != nil {
 				a.ErrorHandler(w, r, err)
@@ -414,7 +507,7 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 			writeRefusal(w, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endUserKey{}, user)))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -481,12 +574,18 @@ func writeClientError(w http.ResponseWriter, status int, body ClientErrorBody) {
 	_, _ = w.Write(b)
 }
 
-// endUserKey is the context key of the End User that Handler let through.
+// endUserKey is the context key of the *checked that let an End User
+// through.
 type endUserKey struct{}
 
 // EndUserFromContext returns the End User that Authenticator.Handler let
-// through, from the context of the request it passed on.
+// through, from the context of the request it passed on, or that
+// Authenticator.CheckAuthorization let through, from the context it
+// returned (and those derived from it).
 func EndUserFromContext(ctx context.Context) (*EndUser, bool) {
-	u, ok := ctx.Value(endUserKey{}).(*EndUser)
-	return u, ok && u != nil
+	c, ok := ctx.Value(endUserKey{}).(*checked)
+	if !ok || c == nil {
+		return nil, false
+	}
+	return &c.user, true
 }

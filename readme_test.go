@@ -63,7 +63,7 @@ func docSnippets(t *testing.T) []docSnippet {
 // programs under examples/).
 func TestReadmeSnippetsAreExamples(t *testing.T) {
 	var sources []string
-	for _, pattern := range []string{"*example*_test.go", "redisstore/*example*_test.go", "otel/*example*_test.go", "examples/*/main.go"} {
+	for _, pattern := range []string{"*example*_test.go", "redisstore/*example*_test.go", "otel/*example*_test.go", "grpcauth/*example*_test.go", "examples/*/main.go"} {
 		names, _ := filepath.Glob(pattern)
 		sources = append(sources, names...)
 	}
@@ -114,6 +114,16 @@ var snippetImports = map[string]string{
 	"sdktrace":       "go.opentelemetry.io/otel/sdk/trace",
 	"semconv":        "go.opentelemetry.io/otel/semconv/v1.43.0",
 	"stdouttrace":    "go.opentelemetry.io/otel/exporters/stdout/stdouttrace",
+	"net":            "net",
+	"grpcauth":       "github.com/serviceconnect/management/grpcauth",
+	"grpc":           "google.golang.org/grpc",
+	"health":         "google.golang.org/grpc/health",
+	"healthgrpc":     "google.golang.org/grpc/health/grpc_health_v1",
+	"testgrpc":       "google.golang.org/grpc/interop/grpc_testing",
+	"connect":        "connectrpc.com/connect",
+	"codes":          "google.golang.org/grpc/codes",
+	"metadata":       "google.golang.org/grpc/metadata",
+	"status":         "google.golang.org/grpc/status",
 }
 
 // wrapSnippet makes a Go file of a snippet, as docs/README.md says: a
@@ -166,7 +176,7 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	companions := []string{"redisstore", "otel"}
+	companions := []string{"redisstore", "otel", "grpcauth"}
 	for _, dir := range companions {
 		if _, err := os.Stat(filepath.Join(root, dir, "go.mod")); err != nil {
 			t.Skipf("not a checkout of the repository (%v): the companion modules are needed", err)

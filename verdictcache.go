@@ -60,15 +60,6 @@ type authVerdict struct {
 	expires time.Time
 }
 
-// result returns the verdict as Check does; each caller gets its own EndUser.
-func (v *authVerdict) result() (*EndUser, error) {
-	if v.err != nil {
-		return nil, v.err
-	}
-	u := v.user
-	return &u, nil
-}
-
 // init sets c up from an Authenticator's fields; shared says whether it
 // has a SharedStore (see sharedFirstLevelTTL).
 func (c *verdictCache) init(a *Authenticator, shared bool) {

@@ -444,6 +444,27 @@ func main() {
 	fmt.Println(management.Version, cfg.Observer != nil)
 }
 `, "%s true"},
+	rootPath + "/grpcauth": {`package main
+
+import (
+	"fmt"
+
+	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/grpcauth"
+	"google.golang.org/grpc"
+)
+
+func main() {
+	client, err := management.NewClient(management.Config{BaseURL: "https://api.example.com", ClientID: "id", ClientSecret: "secret"})
+	if err != nil {
+		panic(err)
+	}
+	auth := &management.Authenticator{Client: client}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcauth.UnaryServerInterceptor(auth)))
+	defer srv.Stop()
+	fmt.Println(management.Version, srv != nil)
+}
+`, "%s true"},
 	rootPath + "/redisstore": {`package main
 
 import (
