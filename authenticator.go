@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -97,6 +99,15 @@ const (
 //     wrapping the cause, logged through the Client's logger; 503, failing
 //     closed. Also 503 with the context's error when the request's context
 //     ends while waiting.
+//   - no verdict while calls to the service are held for a cool-down,
+//     after 3 calls in a row got no answer (see BreakerAuthenticate): an
+//     *AuthenticationUnavailableError (matching
+//     ErrAuthenticationUnavailable) carrying the rest of the cool-down;
+//     503 with that as Retry-After (in seconds, at least 1), at once and
+//     without a call.
+//
+// Unless StaleIfError lets the token through: then the check succeeds,
+// with the EndUser marked Stale.
 //
 // # Caching and bounds
 //
@@ -168,10 +179,41 @@ type Authenticator struct {
 	// out in a row, it waits on none for a while (BreakerLeaseWaits). Every
 	// replica must have the same CacheTTL.
 	SharedStore SharedStore
+	// StaleIfError, above 0, lets a token through while the service cannot
+	// answer, if the service's latest answer on it said it was valid (an
+	// End User of role RoleAppUser) at most StaleIfError ago: its EndUser
+	// is marked Stale. 0 (the default) or negative: off; the check fails
+	// closed, as listed on Authenticator.
+	//
+	// "Cannot answer" is a transport error, a timeout (Timeout), a 5xx, a
+	// 429, the calls held by the breaker (BreakerAuthenticate), or the
+	// Authenticator's own bounds (ErrTooManyChecks, ErrOverMissBudget). A
+	// 4xx other than 429 (the management token refused, say), a redirect
+	// or a page that is not the API's (ErrMisconfigured), a malformed 200
+	// and a verdict, valid or invalid, are answers: never a reason to let
+	// a token through stale.
+	//
+	// The grace counts from the service's last confirmation, not from the
+	// cached verdict's expiry as RFC 5861's stale-if-error does, and a
+	// stale pass never extends it: a StaleIfError no longer than CacheTTL
+	// lets nothing through (logged once). An invalid answer ends it, and
+	// so does Forget; a token the service never confirmed (within
+	// StaleIfError) is refused as without it. With a SharedStore the grace
+	// is the fleet's: the store keeps the service's latest answer on each
+	// token, and when it was given, for as long as a grace could last; a
+	// replica lets a token through stale on the store's record (which an
+	// invalid answer or Forget on any replica replaced), read within the
+	// last 5s; when the store cannot answer either, the check fails closed.
+	// Every replica must have the same StaleIfError.
+	//
+	// The last answers are kept with the cached verdicts, within
+	// CacheSize. docs/outages.md sizes the store's part.
+	StaleIfError time.Duration
 
 	once         sync.Once
 	timeout      time.Duration
 	shared       *sharedVerdicts // nil without a SharedStore
+	stalePasses  atomic.Int64    // since the service last answered (see stalePass)
 	verdictCache                 // embedded: tests read its lock and contents as the Authenticator's
 }
 
@@ -187,6 +229,13 @@ type MissBudget struct {
 type EndUser struct {
 	ID   string
 	Role Role
+	// Stale is set when the token was let through under
+	// Authenticator.StaleIfError: the service could not confirm it just
+	// now, but did within StaleIfError. It is false on every other pass,
+	// so that EndUser values compare as they always did. A route that must
+	// not serve a token the service may have revoked since refuses a
+	// Stale End User (see docs/outages.md).
+	Stale bool
 }
 
 func (a *Authenticator) init() {
@@ -195,6 +244,10 @@ func (a *Authenticator) init() {
 	if a.SharedStore != nil && a.Client != nil && a.Client.seal != nil {
 		a.shared = &sharedVerdicts{store: a.Client.stores.Share(a.SharedStore, a.Client.seal), cache: &a.verdictCache,
 			timeout: a.timeout, logger: a.Client.logger}
+	}
+	if a.Client != nil && a.grace > 0 && a.grace <= a.validTTL {
+		a.Client.logger.LogAttrs(context.Background(), slog.LevelWarn, "management: Authenticator.StaleIfError is not longer than CacheTTL, so it lets no token through: its grace counts from the service's last confirmation, and the verdict is cached that long anyway",
+			slog.Duration("stale_if_error", a.grace), slog.Duration("cache_ttl", a.validTTL))
 	}
 }
 
@@ -214,9 +267,13 @@ func (a *Authenticator) String() string {
 	if a.MissBudget.PerSecond > 0 {
 		budget = fmt.Sprintf("{PerSecond:%g, Burst:%d}", a.MissBudget.PerSecond, max(a.MissBudget.Burst, 1))
 	}
-	return fmt.Sprintf("management.Authenticator{Client:%s, CacheTTL:%s, CacheSize:%d, MaxConcurrentChecks:%d, MissBudget:%s, Timeout:%v, ErrorHandler:%t, SharedStore:%t}",
+	stale := "" // said only when set, as it is off by default
+	if a.StaleIfError > 0 {
+		stale = ", StaleIfError:" + a.StaleIfError.String()
+	}
+	return fmt.Sprintf("management.Authenticator{Client:%s, CacheTTL:%s, CacheSize:%d, MaxConcurrentChecks:%d, MissBudget:%s, Timeout:%v%s, ErrorHandler:%t, SharedStore:%t}",
 		client, ttl, orDefault(a.CacheSize, defaultAuthCacheSize), orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks),
-		budget, orDefault(a.Timeout, defaultAuthTimeout), a.ErrorHandler != nil, a.SharedStore != nil)
+		budget, orDefault(a.Timeout, defaultAuthTimeout), stale, a.ErrorHandler != nil, a.SharedStore != nil)
 }
 
 // GoString is String, so that %#v describes a the same way.
@@ -242,8 +299,11 @@ func (a *Authenticator) LogValue() slog.Value {
 	if a.MissBudget.PerSecond > 0 {
 		attrs = append(attrs, slog.Group("miss_budget", slog.Float64("per_second", a.MissBudget.PerSecond), slog.Int("burst", max(a.MissBudget.Burst, 1))))
 	}
-	return slog.GroupValue(append(attrs, slog.Duration("timeout", orDefault(a.Timeout, defaultAuthTimeout)),
-		slog.Bool("error_handler", a.ErrorHandler != nil), slog.Bool("shared_store", a.SharedStore != nil))...)
+	attrs = append(attrs, slog.Duration("timeout", orDefault(a.Timeout, defaultAuthTimeout)))
+	if a.StaleIfError > 0 {
+		attrs = append(attrs, slog.Duration("stale_if_error", a.StaleIfError))
+	}
+	return slog.GroupValue(append(attrs, slog.Bool("error_handler", a.ErrorHandler != nil), slog.Bool("shared_store", a.SharedStore != nil))...)
 }
 
 // errNoClient is Check's answer when Authenticator.Client is not set.
@@ -395,7 +455,7 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	v, call, err := a.verdictCache.lookup(ctx, key, time.Now(), a.shared == nil, start)
 	switch {
 	case err != nil:
-		return authVerdict{}, AuthRefused, err
+		return a.unanswered(ctx, key, header, AuthRefused, err)
 	case call == nil:
 		return v, AuthHit, nil
 	case marked == nil: // joined a call in flight
@@ -406,7 +466,7 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	case err != nil && err == ctx.Err():
 		return authVerdict{}, AuthMiss, errorf("waiting for the End User token check: %w", err)
 	case err != nil:
-		return authVerdict{}, AuthMiss, err
+		return a.unanswered(ctx, key, header, AuthMiss, err)
 	}
 	return v, AuthMiss, nil
 }
@@ -446,12 +506,13 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 	auth, err := a.Client.Authenticate(ctx, header)
 	if err != nil {
 		// Authenticate's errors have passed the redactor of the attempt.
-		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed, refusing with 503",
+		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed: no verdict from the service",
 			slog.String("error", err.Error()))
 		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 	v = a.verdictCache.verdict(auth, header, time.Now())
-	a.shared.put(ctx, slot, auth, v.expires)
+	v.asked = true
+	a.shared.put(ctx, slot, auth, v)
 	a.shared.produced(time.Since(start))
 	return v, nil
 }
@@ -466,7 +527,9 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 // the store, under which no verdict is stored yet, so that no replica reads
 // a verdict stored before, even one a check in flight elsewhere writes
 // after Forget; another replica may still accept the token from its
-// in-process cache for at most 5s. Forget fails only for
+// in-process cache for at most 5s. Nor is the token let through stale
+// (StaleIfError) any more, here or, past those 5s, on any replica. Forget
+// fails only for
 // a blank authorization or an Authenticator that Check would refuse (no
 // Client made by NewClient); a failing store is logged, not returned.
 func (a *Authenticator) Forget(ctx context.Context, authorization string) error {
@@ -543,6 +606,7 @@ func relayable(cr *ClientResponse) *ClientResponse {
 // Authenticator.
 func writeRefusal(w http.ResponseWriter, err error) {
 	var invalid *InvalidTokenError
+	var held *AuthenticationUnavailableError
 	switch {
 	case errors.Is(err, ErrMissingToken):
 		writeClientError(w, http.StatusUnauthorized, missingTokenBody)
@@ -550,6 +614,11 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		writeClientError(w, invalid.Response.HTTPCode, invalid.Response.HTTPBody)
 	case errors.Is(err, ErrForbiddenRole):
 		writeClientError(w, http.StatusForbidden, forbiddenRoleBody)
+	case errors.As(err, &held):
+		// The rest of the breaker's cool-down: when the service will be
+		// asked again, and a different time on each replica (jittered).
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((held.RetryAfter+time.Second-1)/time.Second), 10))
+		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
 	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget):
 		// The bound is local and clears as calls end (within Timeout, most
 		// within milliseconds): a client may well try again in a second.
@@ -557,7 +626,8 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
 	default:
 		// No Retry-After: when the service will answer again is not known
-		// here, and one fixed hint would bring every client back at once.
+		// here (until the breaker opens), and one fixed hint would bring
+		// every client back at once.
 		writeClientError(w, http.StatusServiceUnavailable, unavailableBody)
 	}
 }

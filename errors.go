@@ -363,6 +363,46 @@ func (e *InvalidTokenError) Error() string {
 // Is reports whether target is ErrInvalidToken.
 func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidToken }
 
+// AuthenticationUnavailableError is the refusal of a check that got no
+// verdict while the Authenticator does not call the service: after 3
+// calls in a row got no answer, its breaker holds the calls for a
+// cool-down (see BreakerAuthenticate). It matches
+// ErrAuthenticationUnavailable. The default ErrorHandler answers 503 with
+// RetryAfter as Retry-After, in seconds rounded up; package grpcauth
+// relays it as a RetryInfo.
+type AuthenticationUnavailableError struct {
+	// RetryAfter is when the Authenticator asks the service again: the
+	// rest of the cool-down, at least 1s (while the probe of a cool-down
+	// that is over runs).
+	RetryAfter time.Duration
+	// Err is why the check got no verdict: the failure of its own call,
+	// or, for a check that made none, that the calls are held.
+	Err error
+}
+
+// Error says that no verdict could be had, why, and when to try again;
+// never the token.
+func (e *AuthenticationUnavailableError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrAuthenticationUnavailable.Error())
+	if e.Err != nil {
+		cause := errtext.Unprefixed(e.Err).Error()
+		cause = strings.TrimPrefix(cause, strings.TrimPrefix(ErrAuthenticationUnavailable.Error(), errtext.Prefix)+": ")
+		b.WriteString(": ")
+		b.WriteString(escape(cause))
+	}
+	fmt.Fprintf(&b, "; retry after %v", e.RetryAfter.Round(time.Millisecond))
+	return b.String()
+}
+
+// Is reports whether target is ErrAuthenticationUnavailable.
+func (e *AuthenticationUnavailableError) Is(target error) bool {
+	return target == ErrAuthenticationUnavailable
+}
+
+// Unwrap returns Err.
+func (e *AuthenticationUnavailableError) Unwrap() error { return e.Err }
+
 // errorf is fmt.Errorf for the errors of this package: its text starts
 // with "management: " said once, and the errors among args lose theirs
 // (errtext.Errorf, which the command-line tool shares).

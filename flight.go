@@ -160,10 +160,17 @@ const (
 // panicked is the waiters' error for a call that panicked.
 func (h flightHost) panicked() error {
 	if h.sentinel != nil {
-		return errorf("%w: the %s panicked (logged)", h.sentinel, h.what)
+		return errorf("%w: %w", h.sentinel, hostedPanic(h.what))
 	}
-	return errorf("the %s panicked (logged)", h.what)
+	return errorf("%w", hostedPanic(h.what))
 }
+
+// hostedPanic is the error of a call whose hosted code panicked, naming
+// the call: a bug of that code, not an outage of the service (see
+// unreachable).
+type hostedPanic string
+
+func (p hostedPanic) Error() string { return "the " + string(p) + " panicked (logged)" }
 
 // logPanic logs a panic of hosted code as msg, once, at Error, with its
 // value redacted and the stack it was raised on (called from the

@@ -49,7 +49,8 @@ type Observer struct {
 	OperationDone func(ctx context.Context, op Operation, r OperationResult)
 	// Retry is called after an attempt that will be retried, before the wait.
 	Retry func(ctx context.Context, op Operation, r RetryInfo)
-	// AuthCheck is called once per Authenticator.Check with its outcome.
+	// AuthCheck is called once per Authenticator.Check with its outcome
+	// (AuthStale for a token let through under StaleIfError).
 	AuthCheck func(ctx context.Context, outcome AuthOutcome)
 	// AuthCallsInFlight is called when an Authenticator starts (delta 1)
 	// or ends (delta -1) an authenticate call: the sum of the deltas is the
@@ -102,6 +103,15 @@ const (
 	// cool-down of about 5 s that doubles while the one wait at a time it
 	// then risks is waited out too, up to 30 s.
 	BreakerLeaseWaits BreakerName = "lease_waits"
+	// BreakerAuthenticate guards an Authenticator's calls to the service:
+	// after 3 calls in a row got no answer (each after the Client's
+	// retries, within Authenticator.Timeout), checks do not call the
+	// service for a cool-down of about 1 s that doubles while the one
+	// probe at a time (the call of a check whose token needs one, which
+	// that check does not wait for) fails, up to 30 s. Meanwhile a check
+	// answers at once: from the cache, a stale pass (see
+	// Authenticator.StaleIfError), or an *AuthenticationUnavailableError.
+	BreakerAuthenticate BreakerName = "authenticate"
 )
 
 // BreakerInfo describes a breaker opening or closing.
@@ -242,11 +252,16 @@ const (
 	// AuthMiss: the check joined or started an authenticate call.
 	AuthMiss
 	// AuthRefused: the check was refused without a call (no or malformed
-	// Authorization header, too many checks, context ended).
+	// Authorization header, too many checks, context ended, the breaker on
+	// the authenticate call open).
 	AuthRefused
+	// AuthStale: the service could not answer (or was not asked: see
+	// BreakerAuthenticate), and the token was let through under
+	// Authenticator.StaleIfError, its EndUser marked Stale.
+	AuthStale
 )
 
-// String returns "hit", "miss" or "refused".
+// String returns "hit", "miss", "refused" or "stale".
 func (o AuthOutcome) String() string {
 	switch o {
 	case AuthHit:
@@ -255,6 +270,8 @@ func (o AuthOutcome) String() string {
 		return "miss"
 	case AuthRefused:
 		return "refused"
+	case AuthStale:
+		return "stale"
 	}
 	return "unknown"
 }

@@ -34,10 +34,14 @@ type sharedVerdicts struct {
 }
 
 // storedVerdict is a verdict as sealed in the store: the service's answer,
-// and when the verdict expires.
+// when the verdict expires, and when the service gave the answer. It is
+// kept past its expiry for as long as a grace could last (see
+// Authenticator.StaleIfError): the fleet's record of the service's latest
+// answer on the token.
 type storedVerdict struct {
-	Auth    EndUserAuthentication `json:"auth"`
-	Expires time.Time             `json:"expires"`
+	Auth     EndUserAuthentication `json:"auth"`
+	Expires  time.Time             `json:"expires"`
+	Answered time.Time             `json:"answered,omitzero"` // zero when a replica of an earlier version stored it
 }
 
 // How Forget holds for the whole fleet, with a store that has no
@@ -128,6 +132,17 @@ func (s *sharedVerdicts) slot(ctx context.Context, stem string) (string, error) 
 // another epoch) or has expired reads as absent; a failing store is an
 // error.
 func (s *sharedVerdicts) read(ctx context.Context, slot, header string) (authVerdict, bool, error) {
+	v, found, err := s.record(ctx, slot, header)
+	if !found || !time.Now().Before(v.expires) {
+		return authVerdict{}, false, err
+	}
+	return v, true, nil
+}
+
+// record returns the verdict on header stored in slot, expired or not (a
+// record kept for a grace): found is false when there is none, or none
+// that opens; a failing store is an error.
+func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authVerdict, bool, error) {
 	plain, err := s.store.Open(ctx, slot)
 	var sv storedVerdict
 	switch {
@@ -136,22 +151,46 @@ func (s *sharedVerdicts) read(ctx context.Context, slot, header string) (authVer
 	case json.Unmarshal(plain, &sv) != nil:
 		return authVerdict{}, false, nil
 	}
-	now := time.Now()
-	if !now.Before(sv.Expires) {
-		return authVerdict{}, false, nil
-	}
-	v := s.cache.verdict(&sv.Auth, header, now)
+	v := s.cache.verdict(&sv.Auth, header, time.Now())
 	v.expires = minTime(v.expires, sv.Expires)
+	v.answered, v.graceUntil = sv.Answered, time.Time{}
+	if v.err == nil && s.cache.grace > 0 && !sv.Answered.IsZero() {
+		v.graceUntil = sv.Answered.Add(s.cache.grace)
+	}
 	return v, true, nil
 }
 
-// put stores the service's answer in slot until expires.
-func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuthentication, expires time.Time) {
-	ttl := time.Until(expires)
-	if s == nil || slot == "" || ttl <= 0 {
+// peek returns the verdict on header as the store holds it, expired or not,
+// without a lease: what a check that could not ask the service may still
+// use (see verdictCache.adopt). ctx bounds the reads, within one
+// SharedStoreTimeout in all; found is false when the store has none or
+// cannot answer.
+func (s *sharedVerdicts) peek(ctx context.Context, header string) (v authVerdict, found bool) {
+	ctx = fleet.WithBudget(ctx, s.store.Guard().Timeout, nil)
+	slot, err := s.slot(ctx, s.store.Sealer().VerdictStem(header))
+	if err != nil {
+		return authVerdict{}, false
+	}
+	v, found, _ = s.record(ctx, slot, header)
+	return v, found
+}
+
+// put stores v, the verdict the service's answer auth gave, in slot: until
+// it expires, or as long as its grace could last if that is longer (an
+// invalid answer too, so that it ends the grace on every replica).
+func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuthentication, v authVerdict) {
+	if s == nil || slot == "" {
 		return
 	}
-	plain, err := json.Marshal(storedVerdict{Auth: *auth, Expires: expires})
+	until := v.expires
+	if s.cache.grace > 0 {
+		until = maxTime(until, v.answered.Add(s.cache.grace))
+	}
+	ttl := time.Until(until)
+	if ttl <= 0 {
+		return
+	}
+	plain, err := json.Marshal(storedVerdict{Auth: *auth, Expires: v.expires, Answered: v.answered})
 	if err != nil {
 		return
 	}
@@ -183,8 +222,9 @@ func (s *sharedVerdicts) drop(ctx context.Context, header string) error {
 
 // epochTTL is how long an epoch set by Forget lives: longer than a check
 // that read the previous epoch may still write under it (its call, bounded
-// by Timeout) plus the life of what it writes (CacheTTL at most), with as
-// much again to spare. Every replica must have the same CacheTTL.
+// by Timeout) plus the life of what it writes (CacheTTL, or StaleIfError
+// when longer, at most), with as much again to spare. Every replica must
+// have the same CacheTTL and StaleIfError.
 func (s *sharedVerdicts) epochTTL() time.Duration {
-	return 2*max(s.cache.validTTL, 0) + s.timeout
+	return 2*max(s.cache.validTTL, s.cache.grace, 0) + s.timeout
 }

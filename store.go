@@ -122,6 +122,10 @@ var breakerRecords = map[BreakerName][2]string{
 		"management: leases on the shared store waited out in a row (a replica died holding them, or they are held on purpose); waiting on none for a cool-down",
 		"management: a lease on the shared store was released in time again; waiting on leases again",
 	},
+	BreakerAuthenticate: {
+		"management: End User token checks got no answer from the service in a row; not calling it for a cool-down, then probing it",
+		"management: the service answers End User token checks again",
+	},
 }
 
 // breakerChanged returns the OnChange of the breaker name: one Warn when
@@ -135,8 +139,11 @@ func (c *Client) breakerChanged(name BreakerName) func(context.Context, fleet.Ch
 			c.logger.LogAttrs(ctx, slog.LevelWarn, breakerRecords[name][0],
 				slog.String("error", escape(info.Err.Error())), slog.Duration("cool_down", ch.CoolDown))
 		} else {
-			c.logger.LogAttrs(ctx, slog.LevelInfo, breakerRecords[name][1], slog.Duration("open_for", ch.OpenFor),
-				slog.Int64("skipped", ch.Skipped), slog.Int64("abandoned_calls", c.stores.Abandoned()))
+			attrs := []slog.Attr{slog.Duration("open_for", ch.OpenFor), slog.Int64("skipped", ch.Skipped)}
+			if name != BreakerAuthenticate {
+				attrs = append(attrs, slog.Int64("abandoned_calls", c.stores.Abandoned()))
+			}
+			c.logger.LogAttrs(ctx, slog.LevelInfo, breakerRecords[name][1], attrs...)
 		}
 		if obs := c.observer; obs != nil && obs.BreakerChange != nil {
 			obs.BreakerChange(ctx, info)

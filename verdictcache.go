@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/serviceconnect/management/internal/fleet"
 	"golang.org/x/time/rate"
 )
 
@@ -21,18 +22,28 @@ type verdictCache struct {
 	// firstLevel caps an entry's life (0: no cap): with a shared store,
 	// sharedFirstLevelTTL.
 	firstLevel time.Duration
-	maxCalls   int
-	misses     *rate.Limiter // nil without a MissBudget; safe for concurrent use
+	// grace is StaleIfError as applied: how long after the service last
+	// confirmed a token it may be let through stale; 0: never.
+	grace    time.Duration
+	maxCalls int
+	misses   *rate.Limiter // nil without a MissBudget; safe for concurrent use
+	// breaker stops the calls to the service for a cool-down after calls
+	// in a row got no answer (BreakerAuthenticate); safe for concurrent use.
+	breaker *fleet.Breaker
 
 	// releaseCall is c.release, bound once: a method value made per call
-	// would be one more allocation per uncached check.
+	// would be one more allocation per uncached check. called is the
+	// Authenticator's, bound once too: it reports how a call went (see
+	// Authenticator.called).
 	releaseCall func()
+	called      func(ctx context.Context, t fleet.Ticket, v authVerdict, err error) (report func())
 
 	mu       sync.Mutex
-	cache    *simplelru.LRU[verdictKey, authVerdict] // nil when caching is off
+	cache    *simplelru.LRU[verdictKey, authVerdict] // nil when caching is off and there is no grace
 	inflight map[verdictKey]inflightCall             // the call whose verdict a token's checks take
 	calls    int                                     // calls running, forgotten ones included; <= maxCalls
 	started  uint64                                  // calls ever started: each one's number
+	forgets  uint64                                  // Forgets so far (see adopt)
 }
 
 // inflightCall is a token's call in flight, numbered so that its verdict
@@ -53,11 +64,26 @@ func headerDigest(header string) verdictKey {
 	return sha256.Sum256([]byte(header))
 }
 
-// authVerdict is the outcome of one authenticate call, as cached.
+// authVerdict is the outcome of one authenticate call, as cached. An entry
+// stays in the cache past expires (until the LRU drops it, within
+// CacheSize), as the record of the service's latest answer on its token
+// that a stale pass needs (see Authenticator.StaleIfError).
 type authVerdict struct {
 	user    EndUser // when err is nil
 	err     error   // a refusal: *InvalidTokenError or ErrForbiddenRole
 	expires time.Time
+	// answered is when the service gave this answer (on this replica or,
+	// for a verdict read from the store, on the one that stored it).
+	answered time.Time
+	// graceUntil is the last instant at which the End User may be let
+	// through stale on this entry: answered plus StaleIfError, and with a
+	// store no later than 5s after the entry was had from there (or
+	// written there), as for any entry. Zero: never (a refusal, or no
+	// StaleIfError).
+	graceUntil time.Time
+	// asked is set when the service gave the verdict to this call (not
+	// the store).
+	asked bool
 }
 
 // init sets c up from an Authenticator's fields; shared says whether it
@@ -65,6 +91,7 @@ type authVerdict struct {
 func (c *verdictCache) init(a *Authenticator, shared bool) {
 	c.validTTL = cmp.Or(a.CacheTTL, defaultAuthCacheTTL)
 	c.invalidTTL = min(c.validTTL, maxInvalidTTL)
+	c.grace = max(a.StaleIfError, 0)
 	c.maxCalls = orDefault(a.MaxConcurrentChecks, defaultMaxConcurrentChecks)
 	if shared {
 		c.firstLevel = sharedFirstLevelTTL
@@ -72,9 +99,14 @@ func (c *verdictCache) init(a *Authenticator, shared bool) {
 	if a.MissBudget.PerSecond > 0 {
 		c.misses = rate.NewLimiter(rate.Limit(a.MissBudget.PerSecond), max(a.MissBudget.Burst, 1))
 	}
+	c.breaker = &fleet.Breaker{Threshold: authBreakerThreshold, CoolDown: authCoolDown, MaxCoolDown: authMaxCoolDown}
+	if a.Client != nil {
+		c.breaker.OnChange = a.Client.breakerChanged(BreakerAuthenticate)
+	}
 	c.inflight = make(map[verdictKey]inflightCall)
 	c.releaseCall = c.release
-	if c.validTTL < 0 {
+	c.called = a.called
+	if c.validTTL < 0 && c.grace == 0 {
 		return
 	}
 	// simplelru rather than expirable: expirable.LRU starts a cleanup
@@ -96,8 +128,12 @@ type startFunc func(settle func(context.Context, authVerdict, error) func(), rel
 
 // lookup returns the unexpired verdict on key (call nil), or else the call
 // in flight for it, which it starts with start when there is none, within
-// the bound on calls and, when spend is set, the miss budget. A request
-// whose context has ended starts no call.
+// the breaker, the bound on calls and, when spend is set, the miss budget.
+// A request whose context has ended starts no call. While the breaker is
+// open no check waits for the service: lookup fails with errHeld rather
+// than join a call, and when the cool-down is over, the call it starts as
+// the breaker's probe runs on its own (its verdict is cached when it
+// comes) while this check, too, fails with errHeld.
 func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time, spend bool, start startFunc) (authVerdict, *flight[authVerdict], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -107,27 +143,38 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 		}
 	}
 	if in, ok := c.inflight[key]; ok {
+		if c.breaker.IsOpen() {
+			return authVerdict{}, nil, errHeld
+		}
 		return authVerdict{}, in.call, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return authVerdict{}, nil, errorf("waiting for the End User token check: %w", err)
 	}
-	if c.calls >= c.maxCalls {
+	t, ok := c.breaker.Allow()
+	switch {
+	case !ok:
+		return authVerdict{}, nil, errHeld
+	case c.calls >= c.maxCalls:
+		t.Abstained()
 		return authVerdict{}, nil, ErrTooManyChecks
-	}
-	if spend && !c.spend() {
+	case spend && !c.spend():
+		t.Abstained()
 		return authVerdict{}, nil, ErrOverMissBudget
 	}
 	// The slot is released only when the call's goroutine returns, so that
 	// calls left running past their deadline stay bounded by maxCalls.
 	c.started++
 	n := c.started
-	call := start(func(_ context.Context, v authVerdict, err error) func() {
+	call := start(func(ctx context.Context, v authVerdict, err error) func() {
 		c.settle(key, n, v, err)
-		return nil
+		return c.called(ctx, t, v, err)
 	}, c.releaseCall)
 	c.inflight[key] = inflightCall{call: call, n: n}
 	c.calls++
+	if t.Probe() {
+		return authVerdict{}, nil, errHeld
+	}
 	return authVerdict{}, call, nil
 }
 
@@ -143,11 +190,79 @@ func (c *verdictCache) settle(key verdictKey, n uint64, v authVerdict, err error
 	}
 	delete(c.inflight, key)
 	if err == nil && c.cache != nil {
-		if c.firstLevel > 0 {
-			v.expires = minTime(v.expires, time.Now().Add(c.firstLevel))
-		}
-		c.cache.Add(key, v)
+		c.add(key, v, time.Now())
 	}
+}
+
+// add caches v on key at now, no longer than firstLevel with a store;
+// c.mu is held.
+func (c *verdictCache) add(key verdictKey, v authVerdict, now time.Time) {
+	if c.firstLevel > 0 {
+		v.expires = minTime(v.expires, now.Add(c.firstLevel))
+		if !v.graceUntil.IsZero() {
+			v.graceUntil = minTime(v.graceUntil, now.Add(c.firstLevel))
+		}
+	}
+	c.cache.Add(key, v)
+}
+
+// graceful returns the cached End User on key if it may be let through
+// stale at now (see authVerdict.graceUntil).
+func (c *verdictCache) graceful(key verdictKey, now time.Time) (authVerdict, bool) {
+	if c.grace == 0 || c.cache == nil {
+		return authVerdict{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.cache.Get(key)
+	return v, ok && v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil)
+}
+
+// generation returns the number of Forgets so far, for adopt.
+func (c *verdictCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.forgets
+}
+
+// verdictUse is what a verdict read from the store is good for.
+type verdictUse int
+
+const (
+	useNone  verdictUse = iota // neither: the check fails closed
+	useFresh                   // a verdict, as any read from the store
+	useStale                   // a stale pass
+)
+
+// adopt judges v, the verdict on key the store holds (read without a
+// call, see sharedVerdicts.peek), at now, and caches it when it is good
+// for something: a verdict not yet expired, or an End User within its
+// grace. gen is generation() before the store was read: after a Forget
+// since, or beside a newer answer of the service on this replica (an
+// invalid one ends the grace even if its write to the store failed), v is
+// good for nothing.
+func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time) verdictUse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.forgets != gen {
+		return useNone
+	}
+	if c.cache != nil {
+		if cur, ok := c.cache.Peek(key); ok && cur.answered.After(v.answered) {
+			return useNone
+		}
+	}
+	use := useNone
+	switch {
+	case now.Before(v.expires):
+		use = useFresh
+	case v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil):
+		use = useStale
+	}
+	if use != useNone && c.cache != nil {
+		c.add(key, v, now)
+	}
+	return use
 }
 
 // release frees the slot of a call whose goroutine has returned.
@@ -167,6 +282,7 @@ func (c *verdictCache) forget(key verdictKey) {
 		c.cache.Remove(key)
 	}
 	delete(c.inflight, key)
+	c.forgets++
 }
 
 // spend spends one check of the miss budget, if it allows one: only a
@@ -182,16 +298,27 @@ func (c *verdictCache) spend() bool {
 func (c *verdictCache) verdict(auth *EndUserAuthentication, header string, now time.Time) authVerdict {
 	switch {
 	case !auth.Valid:
-		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(c.invalidTTL)}
+		return authVerdict{err: &InvalidTokenError{Response: relayable(auth.ClientResponse)}, expires: now.Add(c.invalidTTL), answered: now}
 	case auth.Role != RoleAppUser:
 		role := newRedactor(authForms(header)...).word(string(auth.Role))
-		return authVerdict{err: errorf("%w: %.64q", ErrForbiddenRole, role), expires: now.Add(c.validTTL)}
+		return authVerdict{err: errorf("%w: %.64q", ErrForbiddenRole, role), expires: now.Add(c.validTTL), answered: now}
 	}
-	return authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(c.validTTL)}
+	v := authVerdict{user: EndUser{ID: auth.UserID, Role: auth.Role}, expires: now.Add(c.validTTL), answered: now}
+	if c.grace > 0 {
+		v.graceUntil = now.Add(c.grace)
+	}
+	return v
 }
 
 func minTime(x, y time.Time) time.Time {
 	if x.Before(y) {
+		return x
+	}
+	return y
+}
+
+func maxTime(x, y time.Time) time.Time {
+	if x.After(y) {
 		return x
 	}
 	return y

@@ -111,6 +111,25 @@ func (b *Breaker) Force() Ticket {
 // IsOpen reports whether the Breaker is open (false for nil).
 func (b *Breaker) IsOpen() bool { return b != nil && b.open.Load() }
 
+// Remaining returns how long the Breaker still refuses every operation:
+// the rest of its cool-down while it is open, 0 once the cool-down is over
+// (a probe may run, or runs) and while it is closed.
+func (b *Breaker) Remaining() time.Duration {
+	if !b.IsOpen() {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open.Load() {
+		return 0
+	}
+	return max(time.Until(b.until), 0)
+}
+
+// Probe reports whether the ticket is the Breaker's probe: its outcome
+// may close the Breaker or open it for longer, and so tell OnChange.
+func (t Ticket) Probe() bool { return t.probe }
+
 // Succeeded reports that the operation succeeded: a probe closes the
 // Breaker; any success ends a run of failures.
 func (t Ticket) Succeeded(ctx context.Context) {

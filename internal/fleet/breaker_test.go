@@ -228,11 +228,46 @@ func TestBreakerForce(t *testing.T) {
 	})
 }
 
+// Remaining is the rest of the cool-down while the Breaker refuses
+// everything, 0 once a probe may run (and while it runs) and while it is
+// closed; only the probe's ticket says Probe.
+func TestBreakerRemaining(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &Breaker{Threshold: 1, CoolDown: time.Second, MaxCoolDown: time.Second}
+		ctx := context.Background()
+		tk, _ := b.Allow()
+		if b.Remaining() != 0 || tk.Probe() {
+			t.Fatalf("closed: Remaining %v, Probe %t; want 0, false", b.Remaining(), tk.Probe())
+		}
+		tk.Failed(ctx, errDown)
+		cool := b.Remaining()
+		if cool < 800*time.Millisecond || cool > 1200*time.Millisecond {
+			t.Fatalf("just opened: Remaining %v; want the jittered cool-down of 1s", cool)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if got := b.Remaining(); got != cool-300*time.Millisecond {
+			t.Errorf("300ms later: Remaining %v; want %v", got, cool-300*time.Millisecond)
+		}
+		time.Sleep(cool)
+		if got := b.Remaining(); got != 0 {
+			t.Errorf("after the cool-down: Remaining %v; want 0", got)
+		}
+		probe, ok := b.Allow()
+		if !ok || !probe.Probe() || b.Remaining() != 0 {
+			t.Fatalf("the probe: %t, Probe %t, Remaining %v; want a probe and 0", ok, probe.Probe(), b.Remaining())
+		}
+		probe.Succeeded(ctx)
+		if b.Remaining() != 0 || b.IsOpen() {
+			t.Errorf("after a successful probe: Remaining %v, open %t", b.Remaining(), b.IsOpen())
+		}
+	})
+}
+
 // A nil Breaker lets everything through.
 func TestNilBreaker(t *testing.T) {
 	var b *Breaker
 	tk, ok := b.Allow()
-	if !ok || b.IsOpen() {
+	if !ok || b.IsOpen() || b.Remaining() != 0 || tk.Probe() {
 		t.Fatal("a nil Breaker refused an operation")
 	}
 	tk.Failed(context.Background(), errDown)

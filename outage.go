@@ -1,0 +1,133 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/serviceconnect/management/internal/fleet"
+)
+
+// The breaker on the authenticate call (BreakerAuthenticate). Three calls
+// in a row that got no answer, each after the Client's retries within
+// Timeout, open it: one slow or failed call (a blip) does not stop the
+// checks, while an outage stops them after a few calls, each of which cost
+// its checks up to Timeout. The first cool-down is about a second (a
+// blip's length: the service is asked again soon), doubling while probes
+// fail, up to half a minute (a long outage costs one probe per 30 s),
+// jittered so that the replicas of a fleet do not probe in step.
+const (
+	authBreakerThreshold = 3
+	authCoolDown         = time.Second
+	authMaxCoolDown      = 30 * time.Second
+)
+
+// errHeld is why a check that needed a call made none: the breaker on the
+// authenticate call is open (the call it may have started as the probe
+// runs without it).
+var errHeld = errors.New("calls to the service got no answer in a row: it is not called during a cool-down")
+
+// unreachable reports whether err, why a check got no verdict, says that
+// the service could not answer: no answer (a transport error, a timeout,
+// the call left behind at Timeout), a 5xx or a 429, or the Authenticator's
+// own bounds. A 4xx other than 429, a redirect, an answer that is not the
+// API's or is malformed are answers; a panic of hosted code is a bug.
+func unreachable(err error) bool {
+	var api *APIError
+	var transport *TransportError
+	var panicked hostedPanic
+	switch {
+	case errors.As(err, &panicked):
+		return false
+	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget):
+		return true
+	case errors.As(err, &api):
+		return api.StatusCode >= 500 || api.StatusCode == http.StatusTooManyRequests
+	case errors.As(err, &transport):
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// unanswered is the end of a check that got no verdict on header (key's),
+// for err, with outcome so far: a stale pass when StaleIfError allows one,
+// a verdict another replica stored when the service was not asked, else
+// err, carrying the rest of the breaker's cool-down while it is open.
+func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header string, outcome AuthOutcome, err error) (authVerdict, AuthOutcome, error) {
+	held := err == errHeld
+	switch {
+	case ctx.Err() != nil && held:
+		return authVerdict{}, outcome, errorf("waiting for the End User token check: %w", ctx.Err())
+	case ctx.Err() != nil, !held && !unreachable(err):
+		return authVerdict{}, outcome, err
+	}
+	if v, ok := a.verdictCache.graceful(key, time.Now()); ok {
+		return a.stalePass(ctx, v), AuthStale, nil
+	}
+	// With a store, the fleet's record: a grace a replica confirmed, or,
+	// for a check that made no call, a verdict another replica stored
+	// since this check's flight read the store.
+	if a.shared != nil && (held || a.grace > 0) {
+		gen := a.verdictCache.generation()
+		if v, found := a.shared.peek(ctx, header); found {
+			switch a.verdictCache.adopt(key, v, gen, time.Now()) {
+			case useFresh:
+				return v, AuthMiss, nil
+			case useStale:
+				return a.stalePass(ctx, v), AuthStale, nil
+			}
+		}
+	}
+	if held || a.breaker.IsOpen() {
+		if held {
+			err = errorf("%w: %w", ErrAuthenticationUnavailable, errHeld)
+		}
+		return authVerdict{}, outcome, &AuthenticationUnavailableError{RetryAfter: max(a.breaker.Remaining(), time.Second), Err: err}
+	}
+	return authVerdict{}, outcome, err
+}
+
+// stalePass returns v, an End User within its grace, let through stale. The
+// first stale pass since the service last answered is logged.
+func (a *Authenticator) stalePass(ctx context.Context, v authVerdict) authVerdict {
+	if a.stalePasses.Add(1) == 1 {
+		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service cannot check End User tokens; letting through, marked Stale, those it confirmed within StaleIfError",
+			slog.Duration("stale_if_error", a.grace))
+	}
+	v.user.Stale = true
+	return v
+}
+
+// called reports how the call of ticket t went (v or err, what it gave)
+// to the breaker, and ends a run of stale passes when the service
+// answered. It runs before the call's waiters are woken, and so calls no
+// hosted code: what may (the breaker's OnChange, the log) is returned, to
+// run once they are.
+func (a *Authenticator) called(ctx context.Context, t fleet.Ticket, v authVerdict, err error) (report func()) {
+	var panicked hostedPanic
+	failed := false
+	switch {
+	case err == nil && !v.asked, err == ErrOverMissBudget, errors.As(err, &panicked):
+		t.Abstained() // the service was not asked, or says nothing
+		return nil
+	case err != nil && unreachable(err):
+		failed = true
+	}
+	if !failed && !t.Probe() && a.stalePasses.Load() == 0 {
+		t.Succeeded(ctx) // only a probe's success closes the breaker, and tells OnChange
+		return nil
+	}
+	return func() {
+		if failed {
+			t.Failed(ctx, err)
+			return
+		}
+		t.Succeeded(ctx)
+		if n := a.stalePasses.Swap(0); n > 0 {
+			a.Client.logger.LogAttrs(ctx, slog.LevelInfo, "management: the service checks End User tokens again; tokens let through stale meanwhile counted",
+				slog.Int64("stale_passes", n))
+		}
+	}
+}
