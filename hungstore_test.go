@@ -141,3 +141,37 @@ func TestStoreCallAbandonedAtTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A lease call the SDK abandoned, which the store carries out once it
+// answers again (go-redis without ContextTimeoutEnabled sends SET NX to a
+// stopped redis-server, which runs it when it goes on), leaves no lease
+// behind: the SDK releases it as soon as the call returns, rather than
+// leave the fleet without a holder until the lease lapses (10 s for the
+// token's, during which every replica fetched its own token).
+func TestAbandonedLeaseReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemStore()
+		release := make(chan struct{})
+		store.hook = func(_ context.Context, op, _ string) error {
+			if op == "trylock" {
+				<-release // hangs, ignoring its context
+			}
+			return nil
+		}
+		g := &storeGuard{timeout: 30 * time.Millisecond}
+		if _, ok, err := g.guard(store).TryLock(context.Background(), "k:lease", 10*time.Second); ok || err == nil {
+			t.Fatalf("TryLock on a hung store: ok %v, %v; want an error", ok, err)
+		}
+		close(release) // the store takes the lease for the call the SDK abandoned
+		synctest.Wait()
+		if n := store.held(); n != 0 {
+			t.Errorf("%d leases held once the abandoned call returned; want 0", n)
+		}
+		if n := store.callsTo("k:lease"); n != 2 {
+			t.Errorf("%d calls on the lease; want 2 (the lock, then its release)", n)
+		}
+		if g.running.Load() != 0 || g.abandoned.Load() != 1 {
+			t.Errorf("running %d, abandoned %d; want 0 and 1", g.running.Load(), g.abandoned.Load())
+		}
+	})
+}

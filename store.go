@@ -89,8 +89,10 @@ func (g *storeGuard) guard(store SharedStore) guarded { return guarded{store, g}
 // callStore runs op with a context bounded by g.timeout, and returns its
 // result, or an error matching context.DeadlineExceeded once the timeout
 // passes (ctx's error once ctx ends), abandoning op. A panic of op is its
-// error, logged (see flightHost.panicked).
-func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Context) (T, error)) (T, error) {
+// error, logged (see flightHost.panicked). orphan, when not nil, gets what
+// an abandoned op returns without an error, once it returns: what no
+// caller will use, such as a lease taken too late, to undo.
+func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Context) (T, error), orphan func(T)) (T, error) {
 	var zero T
 	if g.running.Add(1) > maxStoreCalls {
 		g.running.Add(-1)
@@ -103,6 +105,9 @@ func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Contex
 		err error
 	}
 	done := make(chan result, 1)
+	// claimed is set by whichever comes first: op's goroutine, once done
+	// holds its result, or the caller abandoning op.
+	var claimed atomic.Bool
 	go func() {
 		defer g.running.Add(-1)
 		defer func() {
@@ -112,16 +117,18 @@ func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Contex
 		}()
 		v, err := op(ctx)
 		done <- result{v, err}
+		if !claimed.CompareAndSwap(false, true) && err == nil && orphan != nil {
+			orphan(v) // still counted in running, as the call it undoes was
+		}
 	}()
 	select {
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
 	}
-	select {
-	case r := <-done: // it answered just as the time ran out
+	if !claimed.CompareAndSwap(false, true) { // it answered just as the time ran out
+		r := <-done
 		return r.v, r.err
-	default:
 	}
 	g.abandoned.Add(1)
 	return zero, fmt.Errorf("shared store: call abandoned (SharedStoreTimeout %v): %w", g.timeout, ctx.Err())
@@ -130,24 +137,27 @@ func callStore[T any](ctx context.Context, g *storeGuard, op func(context.Contex
 // Get, Set and Delete call the store through callStore, which abandons a
 // call at SharedStoreTimeout whatever the store does with ctx.
 func (s guarded) Get(ctx context.Context, key string) ([]byte, error) {
-	return callStore(ctx, s.g, func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) })
+	return callStore(ctx, s.g, func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) }, nil)
 }
 
 // Set: see Get.
 func (s guarded) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.store.Set(ctx, key, value, ttl)
-	})
+	}, nil)
 	return err
 }
 
 // Delete: see Get.
 func (s guarded) Delete(ctx context.Context, key string) error {
-	_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) })
+	_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) }, nil)
 	return err
 }
 
-// TryLock takes the lease; its unlock is bounded too.
+// TryLock takes the lease; its unlock is bounded too. A lease taken by a
+// call that was abandoned is released at once, within SharedStoreTimeout
+// (as far as the store honours its context): no one holds it, and the
+// other replicas would wait on it until it lapses.
 func (s guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (func(context.Context) error, bool, error) {
 	type lock struct {
 		unlock func(context.Context) error
@@ -156,6 +166,12 @@ func (s guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 	l, err := callStore(ctx, s.g, func(ctx context.Context) (lock, error) {
 		unlock, ok, err := s.store.TryLock(ctx, key, ttl)
 		return lock{unlock, ok}, err
+	}, func(l lock) {
+		if l.ok && l.unlock != nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.g.timeout)
+			defer cancel()
+			_ = l.unlock(ctx)
+		}
 	})
 	switch {
 	case err != nil || !l.ok:
@@ -164,7 +180,7 @@ func (s guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 		return func(context.Context) error { return nil }, true, nil
 	}
 	return func(ctx context.Context) error {
-		_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) })
+		_, err := callStore(ctx, s.g, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) }, nil)
 		return err
 	}, true, nil
 }
