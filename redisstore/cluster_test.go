@@ -179,31 +179,25 @@ func (c *cluster) waitHealthy(t testing.TB, gone []*redisServer) time.Time {
 	}
 }
 
-// masterOf returns the node that serves key's slot now.
+// masterOf returns the node that serves key's slot now, as a new cluster
+// client sees the slots, whether the key exists at the moment or not: the
+// fleet's token key lapses with its token, and is absent from then until
+// the next refresh stores it (asking the masters whether they hold it
+// found none, 1 run in 20 on a busy host).
 func (c *cluster) masterOf(t testing.TB, key string) *redisServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rdb := c.Client(t)
-	var found *redisServer
-	err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		n, err := m.Exists(ctx, key).Result()
-		if err != nil && strings.HasPrefix(err.Error(), "MOVED ") {
-			return nil // not this master's slot
-		}
-		if err == nil && n == 1 {
-			for _, s := range c.nodes {
-				if s.Addr == m.Options().Addr {
-					found = s
-				}
+	m, err := c.Client(t).MasterForKey(ctx, key)
+	if err == nil {
+		for _, s := range c.nodes {
+			if s.Addr == m.Options().Addr {
+				return s
 			}
 		}
-		return err
-	})
-	if err != nil || found == nil {
-		t.Fatalf("no master holds %q: %v", key, err)
 	}
-	return found
+	t.Fatalf("no node serves the slot of %q: %v", key, err)
+	return nil
 }
 
 // keys returns the keys matching pattern on every master.
@@ -314,8 +308,12 @@ func testDeadSeedsBoundFirstCall(t *testing.T, c *cluster) {
 		cfg.SharedStoreTimeout = failoverStoreTimeout
 	})
 	// The first call reads the token from the store, fetches one when the
-	// read fails, and stores it: two store operations at most, each bounded.
-	bound := 2*failoverStoreTimeout + 250*time.Millisecond
+	// read fails, and stores it: two store operations at most, each bounded,
+	// beyond the host's own delay: how far go-redis alone overran its
+	// deadline just before (up to 1.2 s on a 2-core host with a load
+	// average of 12 to 20).
+	host := max(slices.Max(raw)-failoverStoreTimeout, 0)
+	bound := 2*failoverStoreTimeout + 250*time.Millisecond + host
 	var took []time.Duration
 	for _, r := range f.nodes {
 		start := time.Now()
@@ -326,6 +324,6 @@ func testDeadSeedsBoundFirstCall(t *testing.T, c *cluster) {
 	}
 	t.Logf("the SDK's first call on fresh replicas: %v", took)
 	if slowest := slices.Max(took); slowest > bound {
-		t.Errorf("the slowest first call took %v; want at most %v (the store's timeout bounds each operation)", slowest, bound)
+		t.Errorf("the slowest first call took %v; want at most %v (the store's timeout bounds each operation; host delay %v)", slowest, bound, host)
 	}
 }

@@ -102,7 +102,11 @@ func Forced(ctx context.Context) context.Context { return context.WithValue(ctx,
 // the Breaker lets op through as its probe, probe (a read of op's key)
 // runs instead, in the background (see Guard.probe), and the caller goes
 // on without the store: no caller waits on a store that may still hang.
-func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error, op func(context.Context) (T, error)) (T, error) {
+//
+// orphan, when not nil, gets what an abandoned op returns without an
+// error, once it returns: what no caller will use, such as a lease taken
+// too late, to undo.
+func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error, op func(context.Context) (T, error), orphan func(T)) (T, error) {
 	var zero T
 	b := budgetOf(ctx)
 	limit := g.Timeout
@@ -131,7 +135,7 @@ func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error,
 		return zero, ErrBusy
 	}
 	start := time.Now()
-	v, end, err := run(ctx, g, limit, hurry, op)
+	v, end, err := run(ctx, g, limit, hurry, op, orphan)
 	if b != nil {
 		b.spend(time.Since(start))
 	}
@@ -166,7 +170,7 @@ func (g *Guard) probe(ctx context.Context, t Ticket, op func(context.Context) er
 				g.LogPanic(ctx, p, false)
 			}
 		}()
-		_, _, err := run(ctx, g, g.Timeout, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) })
+		_, _, err := run(ctx, g, g.Timeout, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) }, nil)
 		if err != nil {
 			t.Failed(ctx, err)
 			return
@@ -186,8 +190,8 @@ const (
 
 // run runs op in a goroutine of its own with a context that ends after
 // limit, and returns its result, or an error once the context ends or
-// hurry asks the caller's result by a time that has come.
-func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry, op func(context.Context) (T, error)) (T, ending, error) {
+// hurry asks the caller's result by a time that has come. orphan: see do.
+func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry, op func(context.Context) (T, error), orphan func(T)) (T, ending, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel() // a store that honours its context may yet end an abandoned call early
@@ -196,6 +200,9 @@ func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry
 		err error
 	}
 	done := make(chan result, 1)
+	// claimed is set by whichever comes first: op's goroutine, once done
+	// holds its result, or the caller abandoning op.
+	var claimed atomic.Bool
 	go func() {
 		defer g.running.Add(-1)
 		defer func() {
@@ -206,6 +213,9 @@ func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry
 		}()
 		v, err := op(ctx)
 		done <- result{v, err}
+		if !claimed.CompareAndSwap(false, true) && err == nil && orphan != nil {
+			orphan(v) // still counted in running, as the call it undoes was
+		}
 	}()
 	var moved <-chan struct{}
 	if hurry != nil {
@@ -245,13 +255,12 @@ wait:
 			break wait
 		}
 	}
-	select {
-	case r := <-done: // it answered just as the time ran out
+	if !claimed.CompareAndSwap(false, true) { // it answered just as the time ran out
+		r := <-done
 		if r.err != nil {
 			return r.v, end, r.err
 		}
 		return r.v, answered, nil
-	default:
 	}
 	g.abandoned.Add(1)
 	var zero T
@@ -281,24 +290,27 @@ func (s Guarded) probe(key string) func(context.Context) error {
 
 // Get, Set and Delete call the store through do.
 func (s Guarded) Get(ctx context.Context, key string) ([]byte, error) {
-	return do(ctx, s.g, s.probe(key), func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) })
+	return do(ctx, s.g, s.probe(key), func(ctx context.Context) ([]byte, error) { return s.store.Get(ctx, key) }, nil)
 }
 
 // Set: see Get.
 func (s Guarded) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	_, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.store.Set(ctx, key, value, ttl)
-	})
+	}, nil)
 	return err
 }
 
 // Delete: see Get.
 func (s Guarded) Delete(ctx context.Context, key string) error {
-	_, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) })
+	_, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (struct{}, error) { return struct{}{}, s.store.Delete(ctx, key) }, nil)
 	return err
 }
 
-// TryLock takes the lease; its unlock is bounded too.
+// TryLock takes the lease; its unlock is bounded too. A lease taken by a
+// call that was abandoned is released once the call returns, within the
+// Guard's Timeout (as far as the store honours its context): no one holds
+// it, and the other replicas would wait on it until it lapses.
 func (s Guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (func(context.Context) error, bool, error) {
 	type lock struct {
 		unlock func(context.Context) error
@@ -307,6 +319,12 @@ func (s Guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 	l, err := do(ctx, s.g, s.probe(key), func(ctx context.Context) (lock, error) {
 		unlock, ok, err := s.store.TryLock(ctx, key, ttl)
 		return lock{unlock, ok}, err
+	}, func(l lock) {
+		if l.ok && l.unlock != nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.g.Timeout)
+			defer cancel()
+			_ = l.unlock(ctx)
+		}
 	})
 	switch {
 	case err != nil || !l.ok:
@@ -315,7 +333,7 @@ func (s Guarded) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 		return func(context.Context) error { return nil }, true, nil
 	}
 	return func(ctx context.Context) error {
-		_, err := do(ctx, s.g, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) })
+		_, err := do(ctx, s.g, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.unlock(ctx) }, nil)
 		return err
 	}, true, nil
 }

@@ -232,3 +232,69 @@ func TestForcedOperationReachesTheStore(t *testing.T) {
 		}
 	})
 }
+
+// leaseStore hangs on TryLock, ignoring its context, until release is
+// closed, then takes the lease (as a stopped redis-server runs a SET NX
+// that go-redis sent it, once it goes on); it counts the leases held.
+type leaseStore struct {
+	stubStore
+	release chan struct{}
+	held    atomic.Int64
+	unlocks atomic.Int64
+}
+
+func (s *leaseStore) TryLock(context.Context, string, time.Duration) (func(context.Context) error, bool, error) {
+	<-s.release
+	s.held.Add(1)
+	return func(context.Context) error {
+		s.unlocks.Add(1)
+		s.held.Add(-1)
+		return nil
+	}, true, nil
+}
+
+// A lease call the Guard abandoned, which the store carries out once it
+// answers again, leaves no lease behind: it is released as soon as the
+// call returns, rather than leave the fleet without a holder until the
+// lease lapses (10 s for the token's, during which every replica fetched
+// its own token).
+func TestAbandonedLeaseReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &leaseStore{release: make(chan struct{})}
+		g := newGuard(30 * time.Millisecond)
+		if _, ok, err := g.Guard(store).TryLock(context.Background(), "k:lease", 10*time.Second); ok || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("TryLock on a hung store: ok %v, %v; want the deadline's error", ok, err)
+		}
+		close(store.release) // the store takes the lease for the call the Guard abandoned
+		synctest.Wait()
+		if n := store.held.Load(); n != 0 {
+			t.Errorf("%d leases held once the abandoned call returned; want 0", n)
+		}
+		if n := store.unlocks.Load(); n != 1 {
+			t.Errorf("%d releases; want 1", n)
+		}
+		if g.Running() != 0 || g.Abandoned() != 1 {
+			t.Errorf("running %d, abandoned %d; want 0 and 1", g.Running(), g.Abandoned())
+		}
+	})
+}
+
+// A lease taken in time is the caller's: the Guard does not release it.
+func TestLeaseInTimeKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &leaseStore{release: make(chan struct{})}
+		close(store.release)
+		g := newGuard(30 * time.Millisecond)
+		unlock, ok, err := g.Guard(store).TryLock(context.Background(), "k:lease", 10*time.Second)
+		if !ok || err != nil {
+			t.Fatalf("TryLock = %v, %v; want the lease", ok, err)
+		}
+		synctest.Wait()
+		if n := store.held.Load(); n != 1 {
+			t.Fatalf("%d leases held before the caller's unlock; want 1", n)
+		}
+		if err := unlock(context.Background()); err != nil || store.held.Load() != 0 {
+			t.Errorf("unlock: %v, %d held; want nil, 0", err, store.held.Load())
+		}
+	})
+}
