@@ -1,0 +1,668 @@
+package management
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+)
+
+// outageService is the authenticate endpoint of a service that goes down:
+// while up it answers by token (invalid for a token it does not know);
+// while down it hangs until the call's context ends ("hang") or answers
+// 503 ("503"). It keeps when each call ran, to tell how many ran at once.
+type outageService struct {
+	mu      sync.Mutex
+	answers map[string]httpmock.Responder
+	down    string
+	calls   []outageCall
+}
+
+// outageCall is one call to the service: when it started and ended (zero
+// while it runs), and for which Authorization value.
+type outageCall struct {
+	header     string
+	start, end time.Time
+}
+
+// newOutageService returns a service that is up, knowing alice and bob
+// (valid End Users) and a service account.
+func newOutageService() *outageService {
+	return &outageService{answers: map[string]httpmock.Responder{
+		"Bearer eu-alice": jsonResponder(http.StatusOK, authnValid("u-alice", RoleAppUser)),
+		"Bearer eu-bob":   jsonResponder(http.StatusOK, authnValid("u-bob", RoleAppUser)),
+		"Bearer eu-sa":    jsonResponder(http.StatusOK, authnValid("sa-1", RoleServiceAccount)),
+	}}
+}
+
+// replica returns a Client whose authenticate endpoint is s, with the
+// shared store of cfg if any (each replica of a fleet has its own Client).
+func (s *outageService) replica(t testing.TB, cfg Config) *Client {
+	t.Helper()
+	c, mt := setup(t, cfg)
+	mt.RegisterResponder(http.MethodPost, authnEndpoint, s.respond)
+	return c
+}
+
+func (s *outageService) respond(req *http.Request) (*http.Response, error) {
+	var body authenticateRequest
+	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	n := len(s.calls)
+	s.calls = append(s.calls, outageCall{header: body.AccessToken, start: time.Now()})
+	down, answer := s.down, s.answers[body.AccessToken]
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.calls[n].end = time.Now()
+		s.mu.Unlock()
+	}()
+	switch down {
+	case "hang":
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	case "503":
+		return jsonResponder(http.StatusServiceUnavailable, map[string]any{"reason": "SERVICE.UNAVAILABLE", "error_message": ""})(req)
+	}
+	if answer == nil {
+		answer = jsonResponder(http.StatusOK, authnInvalid())
+	}
+	return answer(req)
+}
+
+// set takes the service down ("hang" or "503") or up ("").
+func (s *outageService) set(down string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+}
+
+// answer makes the service answer header with r from now on.
+func (s *outageService) answer(header string, r httpmock.Responder) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answers[header] = r
+}
+
+// callCount is the number of calls made so far.
+func (s *outageService) callCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+// running is the number of calls running now.
+func (s *outageService) running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if c.end.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// mostAtOnce is the most calls that ran at once among those started at or
+// after since.
+func (s *outageService) mostAtOnce(since time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	most := 0
+	for _, c := range s.calls {
+		if c.start.Before(since) {
+			continue
+		}
+		n := 0 // the calls running when c started, c among them
+		for _, d := range s.calls {
+			if !d.start.Before(since) && !d.start.After(c.start) && (d.end.IsZero() || d.end.After(c.start)) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// alice is the End User of "Bearer eu-alice", as a fresh pass gives it.
+var alice = EndUser{ID: "u-alice", Role: RoleAppUser}
+
+// stale is u let through under StaleIfError.
+func stale(u EndUser) EndUser {
+	u.Stale = true
+	return u
+}
+
+// wantPass fails the test unless the check of token let want through.
+func wantPass(t *testing.T, a *Authenticator, token string, want EndUser) {
+	t.Helper()
+	u, err := checkToken(context.Background(), a, token)
+	if err != nil || u == nil || *u != want {
+		t.Fatalf("check of %s = %+v, %v; want %+v", token, u, err, want)
+	}
+}
+
+// wantUnavailable fails the test unless the check of token was refused
+// as the service being unavailable (never let through, never invalid).
+func wantUnavailable(t *testing.T, a *Authenticator, token string) error {
+	t.Helper()
+	u, err := checkToken(context.Background(), a, token)
+	if !errors.Is(err, ErrAuthenticationUnavailable) || errors.Is(err, ErrInvalidToken) || u != nil {
+		t.Fatalf("check of %s = %+v, %v; want ErrAuthenticationUnavailable", token, u, err)
+	}
+	return err
+}
+
+// The grace counts from the service's last confirmation: a token passes
+// stale exactly StaleIfError after it, and one tick later is refused;
+// the stale passes in between (their calls failing, then the breaker
+// open) never extend it.
+func TestStaleIfErrorGraceEdge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+		confirmed := time.Now()
+		wantPass(t, a, "eu-alice", alice)
+		svc.set("503")
+		for _, at := range []time.Duration{11 * time.Second, 30 * time.Second, 59 * time.Second, time.Minute} {
+			time.Sleep(time.Until(confirmed.Add(at)))
+			wantPass(t, a, "eu-alice", stale(alice))
+		}
+		time.Sleep(time.Nanosecond)
+		wantUnavailable(t, a, "eu-alice")
+		res := authnServe(t, context.Background(), a, "Bearer eu-alice")
+		if res.status != http.StatusServiceUnavailable || res.nextRan {
+			t.Errorf("past the grace the Handler answered %d (next ran %t); want 503", res.status, res.nextRan)
+		}
+	})
+}
+
+// The handler reads Stale from EndUserFromContext; a fresh pass has it
+// false, so that EndUser values compare as before.
+func TestStaleReadInTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+		res := authnServe(t, context.Background(), a, "Bearer eu-alice")
+		if !res.nextRan || res.user == nil || *res.user != alice {
+			t.Fatalf("fresh: next ran %t with %+v; want %+v", res.nextRan, res.user, alice)
+		}
+		svc.set("hang")
+		time.Sleep(11 * time.Second)
+		res = authnServe(t, context.Background(), a, "Bearer eu-alice")
+		if !res.nextRan || res.user == nil || *res.user != stale(alice) {
+			t.Fatalf("service hung: next ran %t with %+v; want %+v", res.nextRan, res.user, stale(alice))
+		}
+	})
+}
+
+// An invalid answer ends the grace: once the service said the token is
+// invalid, it is refused while the service is down, though a valid answer
+// came within StaleIfError.
+func TestInvalidAnswerEndsTheGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+		wantPass(t, a, "eu-alice", alice)
+		time.Sleep(11 * time.Second)
+		svc.answer("Bearer eu-alice", jsonResponder(http.StatusOK, authnInvalid()))
+		if _, err := checkToken(context.Background(), a, "eu-alice"); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("check after the revocation = %v; want ErrInvalidToken", err)
+		}
+		svc.set("503")
+		time.Sleep(11 * time.Second) // the invalid verdict has expired
+		wantUnavailable(t, a, "eu-alice")
+	})
+}
+
+// fleetReplica is a replica of a fleet sharing store: its own Client, on
+// svc, and Authenticator.
+func fleetReplica(t *testing.T, svc *outageService, store SharedStore, cfg Config) *Authenticator {
+	cfg.SharedStore = store
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = -1
+	}
+	return &Authenticator{Client: svc.replica(t, cfg), SharedStore: store, CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+}
+
+// An invalid answer on one replica ends the grace on every replica: one
+// that had the valid verdict from the store refuses the token once its
+// in-process copy is older than 5s, and so does one that never saw it.
+func TestInvalidAnswerEndsTheGraceOnEveryReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		a, b := fleetReplica(t, svc, store, Config{}), fleetReplica(t, svc, store, Config{})
+		wantPass(t, a, "eu-alice", alice)
+		wantPass(t, b, "eu-alice", alice) // the verdict A stored
+		if n := svc.callCount(); n != 1 {
+			t.Fatalf("%d calls; want 1 (B reads A's verdict)", n)
+		}
+		time.Sleep(11 * time.Second)
+		svc.answer("Bearer eu-alice", jsonResponder(http.StatusOK, authnInvalid()))
+		if _, err := checkToken(context.Background(), a, "eu-alice"); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("check on A after the revocation = %v; want ErrInvalidToken", err)
+		}
+		svc.set("503")
+		time.Sleep(11 * time.Second) // the invalid verdict has expired
+		wantUnavailable(t, b, "eu-alice")
+		c := fleetReplica(t, svc, store, Config{})
+		wantUnavailable(t, c, "eu-alice")
+		wantUnavailable(t, a, "eu-alice")
+	})
+}
+
+// A token the service never confirmed, or whose End User is not an
+// APPUSER, is refused with ErrAuthenticationUnavailable while the service
+// cannot answer, with or without StaleIfError.
+func TestNeverConfirmedTokenRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+		if _, err := checkToken(context.Background(), a, "eu-sa"); !errors.Is(err, ErrForbiddenRole) {
+			t.Fatalf("service account: %v; want ErrForbiddenRole", err)
+		}
+		svc.set("503")
+		time.Sleep(11 * time.Second)
+		wantUnavailable(t, a, "eu-new")
+		wantUnavailable(t, a, "eu-sa")
+	})
+}
+
+// Forget ends the grace at once on its replica, even while the service is
+// down and the token was let through stale a moment before.
+func TestForgetDuringAnOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+		wantPass(t, a, "eu-alice", alice)
+		svc.set("hang")
+		time.Sleep(11 * time.Second)
+		wantPass(t, a, "eu-alice", stale(alice))
+		if err := a.Forget(context.Background(), "Bearer eu-alice"); err != nil {
+			t.Fatal(err)
+		}
+		wantUnavailable(t, a, "eu-alice")
+		time.Sleep(10 * time.Second)
+		wantUnavailable(t, a, "eu-alice")
+	})
+}
+
+// Forget on one replica during an outage ends the grace on every replica:
+// at once on its own, and on another once that one's in-process copy of
+// the store's record is 5s old; a replica that never saw the token never
+// lets it through.
+func TestForgetDuringAnOutageOnEveryReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		a, b := fleetReplica(t, svc, store, Config{}), fleetReplica(t, svc, store, Config{})
+		wantPass(t, a, "eu-alice", alice)
+		svc.set("503")
+		time.Sleep(11 * time.Second)
+		wantPass(t, b, "eu-alice", stale(alice)) // on the store's record
+		if err := a.Forget(context.Background(), "Bearer eu-alice"); err != nil {
+			t.Fatal(err)
+		}
+		wantUnavailable(t, a, "eu-alice")
+		time.Sleep(sharedFirstLevelTTL + time.Nanosecond)
+		wantUnavailable(t, b, "eu-alice")
+		wantUnavailable(t, fleetReplica(t, svc, store, Config{}), "eu-alice")
+	})
+}
+
+// A replica that never saw the token lets it through stale on the store's
+// record of the service's answer, kept past the verdict's expiry; when the
+// store cannot answer either, the check fails closed.
+func TestReplicaThatNeverSawTheToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		wantPass(t, fleetReplica(t, svc, store, Config{}), "eu-alice", alice)
+		svc.set("hang")
+		time.Sleep(50 * time.Second) // past CacheTTL, within StaleIfError
+		wantPass(t, fleetReplica(t, svc, store, Config{}), "eu-alice", stale(alice))
+
+		store.setHook(func(context.Context, string, string) error { return errStoreDown })
+		wantUnavailable(t, fleetReplica(t, svc, store, Config{}), "eu-alice")
+	})
+}
+
+// Answers of the service are never a reason to let a token through stale:
+// a 4xx other than 429 (the management token refused, say), a redirect or
+// a page that is not the API's (ErrMisconfigured), a malformed 200. Nor do
+// they count as failures towards the breaker.
+func TestAnswersNeverServeStale(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer httpmock.Responder
+	}{
+		{"401", jsonResponder(http.StatusUnauthorized, map[string]any{"reason": ReasonUnauthorized, "error_message": ""})},
+		{"403", jsonResponder(http.StatusForbidden, map[string]any{"reason": "auth.forbidden", "error_message": ""})},
+		{"404", jsonResponder(http.StatusNotFound, map[string]any{"reason": ReasonEntityNotFound, "error_message": ""})},
+		{"redirect", rawResponder(http.StatusFound, "text/plain", "").HeaderSet(http.Header{"Location": {"https://elsewhere.example/"}})},
+		{"HTML page", rawResponder(http.StatusOK, "text/html", "<html>Sign in</html>")},
+		{"malformed 200", rawResponder(http.StatusOK, "application/json", `{"is_token_valid":"yes"`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newOutageService()
+				a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+				wantPass(t, a, "eu-alice", alice)
+				time.Sleep(11 * time.Second)
+				svc.answer("Bearer eu-alice", tt.answer)
+				for range authBreakerThreshold + 1 {
+					u, err := checkToken(context.Background(), a, "eu-alice")
+					var held *AuthenticationUnavailableError
+					if err == nil || u != nil || errors.As(err, &held) {
+						t.Fatalf("check = %+v, %v; want a refusal, not a stale pass nor the breaker's", u, err)
+					}
+				}
+				if a.breaker.IsOpen() {
+					t.Error("the breaker opened on answers")
+				}
+			})
+		})
+	}
+}
+
+// heldError returns the *AuthenticationUnavailableError of a check
+// refused while the breaker is open, which must answer at once.
+func heldError(t *testing.T, a *Authenticator, token string) *AuthenticationUnavailableError {
+	t.Helper()
+	start := time.Now()
+	err := wantUnavailable(t, a, token)
+	if took := time.Since(start); took != 0 {
+		t.Errorf("a check while the breaker is open took %v; want an answer at once", took)
+	}
+	var held *AuthenticationUnavailableError
+	if !errors.As(err, &held) || held.RetryAfter < time.Second {
+		t.Fatalf("check = %v; want an *AuthenticationUnavailableError with RetryAfter at least 1s", err)
+	}
+	return held
+}
+
+// The breaker opens after authBreakerThreshold calls in a row got no
+// answer, for a cool-down of about 1s (±20%) that doubles with each
+// failed probe up to 30s, jittered; a check refused meanwhile carries the
+// rest of it. StaleIfError plays no part.
+func TestAuthBreakerCoolDownGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		var seen breakerLog
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1, Observer: seen.observer()})}
+		svc.set("503")
+		for i := range authBreakerThreshold {
+			err := wantUnavailable(t, a, fmt.Sprint("eu-", i))
+			// The breaker opens once the failing call's checks are answered
+			// (the Observer is hosted code): the check whose call opened it
+			// may or may not carry RetryAfter.
+			var held *AuthenticationUnavailableError
+			if errors.As(err, &held) && i < authBreakerThreshold-1 {
+				t.Fatalf("failure %d: %v; want no *AuthenticationUnavailableError before the breaker opened", i+1, err)
+			}
+			synctest.Wait()
+		}
+		if got := seen.all(); len(got) != 1 || got[0].Breaker != BreakerAuthenticate || !got[0].Open {
+			t.Fatalf("the Observer was told %+v; want the authenticate breaker opening", got)
+		}
+		calls := svc.callCount()
+		exact := 0
+		want := time.Second
+		for probe := range 7 {
+			held := heldError(t, a, "eu-next")
+			if held.RetryAfter < want*8/10 || held.RetryAfter > want*12/10 {
+				t.Fatalf("cool-down %d is %v; want %v ±20%%", probe, held.RetryAfter, want)
+			}
+			if held.RetryAfter == want {
+				exact++
+			}
+			time.Sleep(held.RetryAfter - time.Nanosecond)
+			heldError(t, a, "eu-next") // not yet
+			if n := svc.callCount(); n != calls {
+				t.Fatalf("%d calls during the cool-down", n-calls)
+			}
+			time.Sleep(time.Nanosecond)
+			heldError(t, a, "eu-probe") // starts the probe, not waiting for it
+			synctest.Wait()
+			calls++
+			if n := svc.callCount(); n != calls {
+				t.Fatalf("%d calls after the cool-down; want one probe", n-calls+1)
+			}
+			want = min(2*want, authMaxCoolDown)
+		}
+		if exact == 7 {
+			t.Error("no cool-down was jittered")
+		}
+	})
+}
+
+// While the breaker is open, a check answers at once, the Handler with
+// 503 and Retry-After (the rest of the cool-down, in seconds rounded up);
+// once the cool-down is over, one probe at a time calls the service, and
+// no check waits for it. The onset costs each of the first
+// authBreakerThreshold checks its Timeout.
+func TestAuthBreakerOneProbeNoWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		a := &Authenticator{Client: svc.replica(t, Config{})}
+		svc.set("hang")
+		for i := range authBreakerThreshold {
+			start := time.Now()
+			wantUnavailable(t, a, fmt.Sprint("eu-", i))
+			if took := time.Since(start); took != defaultAuthTimeout {
+				t.Errorf("check %d before the breaker opened took %v; want the Timeout", i, took)
+			}
+		}
+		opened := time.Now()
+		held := heldError(t, a, "eu-x")
+		res := authnServe(t, context.Background(), a, "Bearer eu-y")
+		secs := strconv.Itoa(int((held.RetryAfter + time.Second - 1) / time.Second))
+		if res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") != secs {
+			t.Errorf("the Handler answered %d, Retry-After %q; want 503, %s", res.status, res.header.Get("Retry-After"), secs)
+		}
+		time.Sleep(held.RetryAfter)
+		for round := range 3 {
+			var wg sync.WaitGroup
+			for i := range 20 {
+				wg.Go(func() { heldError(t, a, fmt.Sprint("eu-round-", round, "-", i)) })
+			}
+			wg.Wait()
+			time.Sleep(time.Second)
+		}
+		if n := svc.running(); n != 1 {
+			t.Errorf("%d calls running; want the probe alone", n)
+		}
+		if n := svc.mostAtOnce(opened); n != 1 {
+			t.Errorf("%d calls at once since the breaker opened; want 1", n)
+		}
+		time.Sleep(defaultAuthTimeout) // the probe fails
+	})
+}
+
+// Once the service answers again, checks call it within one cool-down,
+// the breaker closes and passes are fresh again. StaleIfError 0 refuses a
+// confirmed token past CacheTTL during the outage, as always.
+func TestAuthBreakerRecovers(t *testing.T) {
+	for _, grace := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprint("StaleIfError ", grace), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newOutageService()
+				var seen breakerLog
+				a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1, Observer: seen.observer()}), CacheTTL: 10 * time.Second, StaleIfError: grace}
+				wantPass(t, a, "eu-alice", alice)
+				svc.set("503")
+				time.Sleep(11 * time.Second)
+				for i := range authBreakerThreshold {
+					if grace > 0 {
+						wantPass(t, a, "eu-alice", stale(alice))
+					} else {
+						wantUnavailable(t, a, fmt.Sprint("eu-", i))
+					}
+					synctest.Wait() // the failure reported to the breaker
+				}
+				if !a.breaker.IsOpen() {
+					t.Fatal("the breaker did not open")
+				}
+				held := heldError(t, a, "eu-new")
+				if grace == 0 {
+					wantUnavailable(t, a, "eu-alice")
+				}
+				svc.set("")
+				back, calls := time.Now(), svc.callCount()
+				time.Sleep(held.RetryAfter - time.Nanosecond)
+				if svc.callCount() != calls {
+					t.Fatal("the service was called during the cool-down")
+				}
+				time.Sleep(time.Nanosecond)
+				_, _ = checkToken(context.Background(), a, "eu-alice") // the probe
+				synctest.Wait()
+				if a.breaker.IsOpen() {
+					t.Fatalf("the breaker is open %v after the service answered again; want it closed within the cool-down, %v", time.Since(back), held.RetryAfter)
+				}
+				wantPass(t, a, "eu-alice", alice)
+				time.Sleep(11 * time.Second)
+				wantPass(t, a, "eu-alice", alice)
+				if got := seen.all(); len(got) != 2 || got[1].Breaker != BreakerAuthenticate || got[1].Open {
+					t.Errorf("the Observer was told %+v; want the authenticate breaker opening and closing", got)
+				}
+			})
+		})
+	}
+}
+
+// logRecords is a slog.Handler that keeps the records it is given.
+type logRecords struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logRecords) WithGroup(string) slog.Handler            { return h }
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+
+// find returns the records at level whose message is msg.
+func (h *logRecords) find(level slog.Level, msg string) []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var found []slog.Record
+	for _, r := range h.records {
+		if r.Level == level && r.Message == msg {
+			found = append(found, r)
+		}
+	}
+	return found
+}
+
+// attr returns r's attribute key.
+func attr(r slog.Record, key string) slog.Value {
+	var v slog.Value
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+const (
+	logGraceUseless = "management: Authenticator.StaleIfError is not longer than CacheTTL, so it lets no token through: its grace counts from the service's last confirmation, and the verdict is cached that long anyway"
+	logStaleStarts  = "management: the service cannot check End User tokens; letting through, marked Stale, those it confirmed within StaleIfError"
+	logStaleEnds    = "management: the service checks End User tokens again; tokens let through stale meanwhile counted"
+)
+
+// A StaleIfError above 0 and no longer than CacheTTL, which lets nothing
+// through, is logged once.
+func TestUselessGraceLoggedOnce(t *testing.T) {
+	for _, tt := range []struct {
+		ttl, grace time.Duration
+		want       int
+	}{
+		{0, defaultAuthCacheTTL, 1},
+		{time.Minute, time.Second, 1},
+		{time.Minute, time.Minute + 1, 0},
+		{time.Minute, 0, 0},
+		{time.Minute, -time.Second, 0},
+	} {
+		var logs logRecords
+		c, _ := setup(t, Config{Logger: slog.New(&logs)})
+		a := &Authenticator{Client: c, CacheTTL: tt.ttl, StaleIfError: tt.grace}
+		for range 3 {
+			_, _ = a.Check(authnRequest(context.Background(), ""))
+		}
+		if got := logs.find(slog.LevelWarn, logGraceUseless); len(got) != tt.want {
+			t.Errorf("CacheTTL %v, StaleIfError %v: logged %d times; want %d", tt.ttl, tt.grace, len(got), tt.want)
+		}
+	}
+}
+
+// One Warn when stale serving starts, one Info when the service answers
+// again, with the number of stale passes; the Observer tells stale passes
+// from fresh ones, and sees the breaker open and close.
+func TestStaleServingSeen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		var logs logRecords
+		var mu sync.Mutex
+		outcomes := map[AuthOutcome]int{}
+		var seen breakerLog
+		obs := seen.observer()
+		obs.AuthCheck = func(_ context.Context, o AuthOutcome) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[o]++
+		}
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1, Logger: slog.New(&logs), Observer: obs}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+		wantPass(t, a, "eu-alice", alice)
+		wantPass(t, a, "eu-bob", EndUser{ID: "u-bob", Role: RoleAppUser})
+		svc.set("503")
+		time.Sleep(11 * time.Second)
+		for _, token := range []string{"eu-alice", "eu-bob", "eu-alice", "eu-bob"} {
+			_, _ = checkToken(context.Background(), a, token)
+		}
+		synctest.Wait() // the failures reported to the breaker
+		if got := logs.find(slog.LevelWarn, logStaleStarts); len(got) != 1 {
+			t.Errorf("%d Warn records of stale serving; want 1", len(got))
+		}
+		svc.set("")
+		held := heldError(t, a, "eu-new")
+		time.Sleep(held.RetryAfter)
+		heldError(t, a, "eu-new") // the probe
+		synctest.Wait()
+		wantPass(t, a, "eu-bob", EndUser{ID: "u-bob", Role: RoleAppUser})
+		ends := logs.find(slog.LevelInfo, logStaleEnds)
+		if len(ends) != 1 || attr(ends[0], "stale_passes").Int64() != 4 {
+			t.Errorf("Info records of the service back: %v; want one, with stale_passes=4", ends)
+		}
+		if got := logs.find(slog.LevelWarn, logStaleStarts); len(got) != 1 {
+			t.Errorf("%d Warn records of stale serving; want 1", len(got))
+		}
+		mu.Lock()
+		want := map[AuthOutcome]int{AuthMiss: 3, AuthStale: 4, AuthRefused: 2}
+		if fmt.Sprint(outcomes) != fmt.Sprint(want) {
+			t.Errorf("the Observer was told %v; want %v", outcomes, want)
+		}
+		mu.Unlock()
+		if got := seen.all(); len(got) != 2 || got[0].Breaker != BreakerAuthenticate || !got[0].Open || got[1].Open {
+			t.Errorf("breaker changes %+v; want the authenticate breaker opening, then closing", got)
+		}
+	})
+}
