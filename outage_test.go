@@ -666,3 +666,29 @@ func TestStaleServingSeen(t *testing.T) {
 		}
 	})
 }
+
+// An invalid answer whose write to the store failed still ends the grace
+// on its replica: the older valid record the store keeps does not undo
+// it.
+func TestInvalidAnswerNotUndoneByAnOlderRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		a := fleetReplica(t, svc, store, Config{})
+		wantPass(t, a, "eu-alice", alice)
+		time.Sleep(11 * time.Second)
+		svc.answer("Bearer eu-alice", jsonResponder(http.StatusOK, authnInvalid()))
+		store.setHook(func(_ context.Context, op, _ string) error {
+			if op == "set" {
+				return errStoreDown
+			}
+			return nil
+		})
+		if _, err := checkToken(context.Background(), a, "eu-alice"); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("check after the revocation = %v; want ErrInvalidToken", err)
+		}
+		store.setHook(nil)
+		svc.set("503")
+		time.Sleep(11 * time.Second) // the invalid verdict has expired; the store's breaker is closed again
+		wantUnavailable(t, a, "eu-alice")
+	})
+}
