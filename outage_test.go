@@ -463,6 +463,7 @@ func TestAuthBreakerOneProbeNoWait(t *testing.T) {
 			if took := time.Since(start); took != defaultAuthTimeout {
 				t.Errorf("check %d before the breaker opened took %v; want the Timeout", i, took)
 			}
+			synctest.Wait() // the failure reported to the breaker
 		}
 		opened := time.Now()
 		held := heldError(t, a, "eu-x")
@@ -691,4 +692,112 @@ func TestInvalidAnswerNotUndoneByAnOlderRecord(t *testing.T) {
 		time.Sleep(11 * time.Second) // the invalid verdict has expired; the store's breaker is closed again
 		wantUnavailable(t, a, "eu-alice")
 	})
+}
+
+// The target: with StaleIfError 60s, the service down (hung, or
+// 503) for 20s after every End User was confirmed, no confirmed End User
+// is refused; a token never confirmed is refused with 503 and Retry-After
+// at once once the breaker is open; at most one probe runs at a time;
+// after the service is back, checks call it again within one cool-down
+// and Stale is false.
+func TestOutageTarget(t *testing.T) {
+	for _, down := range []string{"hang", "503"} {
+		t.Run(down, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newOutageService()
+				var seen breakerLog
+				obs := seen.observer()
+				var openedMu sync.Mutex
+				var openedAt time.Time
+				tell := obs.BreakerChange
+				obs.BreakerChange = func(ctx context.Context, b BreakerInfo) {
+					openedMu.Lock()
+					if b.Open && openedAt.IsZero() {
+						openedAt = time.Now()
+					}
+					openedMu.Unlock()
+					tell(ctx, b)
+				}
+				a := &Authenticator{Client: svc.replica(t, Config{Observer: obs}), CacheTTL: 2 * time.Second, StaleIfError: time.Minute}
+				const users = 20
+				for i := range users {
+					svc.answer(fmt.Sprint("Bearer eu-", i), jsonResponder(http.StatusOK, authnValid(fmt.Sprint("u-", i), RoleAppUser)))
+					wantPass(t, a, fmt.Sprint("eu-", i), EndUser{ID: fmt.Sprint("u-", i), Role: RoleAppUser})
+				}
+				svc.set(down)
+				start := time.Now()
+				var mu sync.Mutex
+				var refused, stalePasses int
+				var wg sync.WaitGroup
+				tick := 0
+				for time.Since(start) < 20*time.Second {
+					i := tick % users
+					wg.Go(func() { // a confirmed End User: may wait while the breaker is closed
+						u, err := checkToken(context.Background(), a, fmt.Sprint("eu-", i))
+						mu.Lock()
+						defer mu.Unlock()
+						switch {
+						case err != nil:
+							refused++
+							t.Errorf("confirmed End User u-%d refused: %v", i, err)
+						case u.Stale:
+							stalePasses++
+						}
+					})
+					open := a.breaker.IsOpen() && a.breaker.Remaining() > 0 // not the probe's turn
+					began := time.Now()
+					res := authnServe(t, context.Background(), a, fmt.Sprint("Bearer never-", tick))
+					if open && (res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") == "" || time.Since(began) != 0) {
+						t.Errorf("a token never confirmed, breaker open: %d, Retry-After %q after %v; want 503 with Retry-After, at once",
+							res.status, res.header.Get("Retry-After"), time.Since(began))
+					}
+					tick++
+					time.Sleep(100 * time.Millisecond)
+				}
+				wg.Wait()
+				got := seen.all()
+				if len(got) != 1 || !got[0].Open {
+					t.Fatalf("breaker changes during the outage %+v; want it opened", got)
+				}
+				openedMu.Lock()
+				since := openedAt
+				openedMu.Unlock()
+				if n := svc.mostAtOnce(since); n > 1 {
+					t.Errorf("%d calls at once since the breaker opened; want one probe at a time", n)
+				}
+				if refused > 0 || stalePasses == 0 {
+					t.Errorf("%d confirmed End Users refused, %d stale passes; want 0 refused", refused, stalePasses)
+				}
+
+				svc.set("")
+				synctest.Wait()
+				for svc.running() > 0 { // a hung probe ends at its Timeout
+					time.Sleep(100 * time.Millisecond)
+				}
+				synctest.Wait()
+				back := time.Now()
+				coolDown := time.Duration(0)
+				if a.breaker.IsOpen() {
+					coolDown = a.breaker.Remaining()
+				}
+				for {
+					u, err := checkToken(context.Background(), a, "eu-0")
+					if err != nil {
+						t.Fatalf("after recovery: %v", err)
+					}
+					if !u.Stale {
+						break
+					}
+					if time.Since(back) > coolDown+100*time.Millisecond {
+						t.Fatalf("still stale %v after the service answered again; want fresh within the cool-down, %v", time.Since(back), coolDown)
+					}
+					time.Sleep(100 * time.Millisecond)
+					synctest.Wait()
+				}
+				if a.breaker.IsOpen() {
+					t.Error("the breaker is still open after a fresh pass")
+				}
+			})
+		})
+	}
 }
