@@ -37,9 +37,8 @@ var errHeld = errors.New("calls to the service got no answer in a row: it is not
 func unreachable(err error) bool {
 	var api *APIError
 	var transport *TransportError
-	var panicked hostedPanic
 	switch {
-	case errors.As(err, &panicked):
+	case panicked(err):
 		return false
 	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget):
 		return true
@@ -49,6 +48,14 @@ func unreachable(err error) bool {
 		return true
 	}
 	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// panicked reports whether err is a call's whose hosted code panicked. The
+// target of errors.As escapes: declared here, it is allocated only for a
+// call that failed, not on the path of every answer.
+func panicked(err error) bool {
+	var p hostedPanic
+	return errors.As(err, &p)
 }
 
 // unanswered is the end of a check that got no verdict on header (key's),
@@ -106,10 +113,9 @@ func (a *Authenticator) stalePass(ctx context.Context, v authVerdict) authVerdic
 // hosted code: what may (the breaker's OnChange, the log) is returned, to
 // run once they are.
 func (a *Authenticator) called(ctx context.Context, t fleet.Ticket, v authVerdict, err error) (report func()) {
-	var panicked hostedPanic
 	failed := false
 	switch {
-	case err == nil && !v.asked, err == ErrOverMissBudget, errors.As(err, &panicked):
+	case err == nil && !v.asked, err == ErrOverMissBudget, err != nil && panicked(err):
 		t.Abstained() // the service was not asked, or says nothing
 		return nil
 	case err != nil && unreachable(err):
