@@ -43,6 +43,9 @@ func (o *observer) instruments(m metric.Meter) {
 	o.refusals, err = m.Int64Counter("management.authenticator.refusals", metric.WithUnit("{check}"),
 		metric.WithDescription("Authenticator checks refused without a call."))
 	handle(err)
+	o.stale, err = m.Int64Counter("management.authenticator.stale", metric.WithUnit("{check}"),
+		metric.WithDescription("Authenticator checks that let a token through stale: the service could not answer, and had confirmed it within StaleIfError."))
+	handle(err)
 	o.active, err = m.Int64UpDownCounter("management.authenticator.calls.active", metric.WithUnit("{call}"),
 		metric.WithDescription("Authenticate calls in flight."))
 	handle(err)

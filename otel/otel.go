@@ -24,14 +24,16 @@
 //	management.authenticator.hits           counter, checks answered from the cache
 //	management.authenticator.misses         counter, checks that joined or made a call
 //	management.authenticator.refusals       counter, checks refused without a call
+//	management.authenticator.stale          counter, checks that let a token through stale (StaleIfError)
 //	management.authenticator.calls.active   up-down counter, authenticate calls in flight
 //	management.breaker.open                 up-down counter, breakers open now, by management.breaker
 //	management.breaker.openings             counter, breakers opened, by management.breaker
 //
 // management.breaker names what a breaker guards (management.BreakerName):
 // "shared_store" (the shared store, after an operation failed or timed
-// out) or "lease_waits" (the waits on other replicas' leases, after
-// several were waited out in a row).
+// out), "lease_waits" (the waits on other replicas' leases, after several
+// were waited out in a row) or "authenticate" (an Authenticator's calls to
+// the service, after several in a row got no answer).
 //
 // No id, token, secret or page cursor is in a span name, attribute, event
 // or metric by default; WithPathValues adds the ids (never cursors).
@@ -136,6 +138,7 @@ type observer struct {
 	hits              metric.Int64Counter
 	misses            metric.Int64Counter
 	refusals          metric.Int64Counter
+	stale             metric.Int64Counter
 	active            metric.Int64UpDownCounter
 	breakersOpen      metric.Int64UpDownCounter
 	breakerOpenings   metric.Int64Counter
@@ -176,6 +179,8 @@ func (o *observer) check(ctx context.Context, outcome management.AuthOutcome) {
 		o.misses.Add(ctx, 1)
 	case management.AuthRefused:
 		o.refusals.Add(ctx, 1)
+	case management.AuthStale:
+		o.stale.Add(ctx, 1)
 	}
 }
 
