@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -803,5 +804,23 @@ func TestOutageTarget(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// An Authenticator prints StaleIfError when it is set, and only then (it
+// is off by default).
+func TestAuthenticatorPrintsStaleIfError(t *testing.T) {
+	set, unset := &Authenticator{StaleIfError: time.Minute}, &Authenticator{}
+	if s := set.String(); !strings.Contains(s, ", StaleIfError:1m0s,") {
+		t.Errorf("String() = %s; want StaleIfError:1m0s", s)
+	}
+	if s := unset.String(); strings.Contains(s, "StaleIfError") {
+		t.Errorf("String() = %s; want no StaleIfError", s)
+	}
+	if v := set.LogValue().String(); !strings.Contains(v, "stale_if_error=1m0s") {
+		t.Errorf("LogValue() = %s; want stale_if_error=1m0s", v)
+	}
+	if v := unset.LogValue().String(); strings.Contains(v, "stale_if_error") {
+		t.Errorf("LogValue() = %s; want no stale_if_error", v)
 	}
 }
