@@ -369,7 +369,10 @@ func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidT
 // cool-down (see BreakerAuthenticate). It matches
 // ErrAuthenticationUnavailable. The default ErrorHandler answers 503 with
 // RetryAfter as Retry-After, in seconds rounded up; package grpcauth
-// relays it as a RetryInfo.
+// relays it as a RetryInfo. Not every refusal matching
+// ErrAuthenticationUnavailable is one: a check whose own call failed
+// while the breaker was closed gets the call's error, with no time to
+// retry after, as before the breaker.
 type AuthenticationUnavailableError struct {
 	// RetryAfter is when the Authenticator asks the service again: the
 	// rest of the cool-down, at least 1s (while the probe of a cool-down

@@ -111,6 +111,8 @@ const (
 	// that check does not wait for) fails, up to 30 s. Meanwhile a check
 	// answers at once: from the cache, a stale pass (see
 	// Authenticator.StaleIfError), or an *AuthenticationUnavailableError.
+	// Each Authenticator has its own; Client.Authenticate has none: it
+	// asks the service whatever the breaker's state.
 	BreakerAuthenticate BreakerName = "authenticate"
 )
 
