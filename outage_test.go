@@ -824,3 +824,31 @@ func TestAuthenticatorPrintsStaleIfError(t *testing.T) {
 		t.Errorf("LogValue() = %s; want no stale_if_error", v)
 	}
 }
+
+// The epoch Forget sets lives 2·max(CacheTTL, StaleIfError) + Timeout:
+// longer than any record a check in flight may still write under the
+// epoch before it, kept for its grace.
+func TestForgetEpochOutlivesTheGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemStore()
+		a := fleetReplica(t, newOutageService(), store, Config{})
+		a.Timeout = 3 * time.Second
+		if err := a.Forget(context.Background(), "Bearer eu-alice"); err != nil {
+			t.Fatal(err)
+		}
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		found := false
+		for key, e := range store.entries {
+			if strings.HasSuffix(key, ":epoch") {
+				found = true
+				if life := time.Until(e.expires); life != 2*time.Minute+3*time.Second {
+					t.Errorf("the epoch lives %v; want 2·StaleIfError + Timeout, 2m3s", life)
+				}
+			}
+		}
+		if !found {
+			t.Fatal("Forget set no epoch")
+		}
+	})
+}
