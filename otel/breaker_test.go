@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -69,27 +71,7 @@ func TestBreakerMetrics(t *testing.T) {
 		}
 		sums := func() map[string]map[string]int64 {
 			t.Helper()
-			var rm metricdata.ResourceMetrics
-			if err := reader.Collect(t.Context(), &rm); err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]map[string]int64{}
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					d, ok := m.Data.(metricdata.Sum[int64])
-					if !ok || (m.Name != "management.breaker.open" && m.Name != "management.breaker.openings") {
-						continue
-					}
-					for _, p := range d.DataPoints {
-						name, _ := p.Attributes.Value("management.breaker")
-						if got[m.Name] == nil {
-							got[m.Name] = map[string]int64{}
-						}
-						got[m.Name][name.AsString()] += p.Value
-					}
-				}
-			}
-			return got
+			return sumsByBreaker(t, reader, "management.breaker.")
 		}
 		check() // the store fails: the breaker opens
 		want := map[string]map[string]int64{
@@ -108,4 +90,32 @@ func TestBreakerMetrics(t *testing.T) {
 			t.Errorf("with the store back (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// sumsByBreaker collects reader and returns the int64 sums whose names
+// start with one of prefixes, by metric name and management.breaker ("" on
+// the points without it).
+func sumsByBreaker(t *testing.T, reader *sdkmetric.ManualReader, prefixes ...string) map[string]map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			d, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(m.Name, p) }) {
+				continue
+			}
+			for _, p := range d.DataPoints {
+				name, _ := p.Attributes.Value("management.breaker")
+				if got[m.Name] == nil {
+					got[m.Name] = map[string]int64{}
+				}
+				got[m.Name][name.AsString()] += p.Value
+			}
+		}
+	}
+	return got
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/serviceconnect/management"
 	mgmtotel "github.com/serviceconnect/management/otel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // outageTransport is the service in memory: a management token, and the
@@ -67,27 +66,7 @@ func TestStaleAndAuthenticateBreakerMetrics(t *testing.T) {
 		}
 		sums := func() map[string]map[string]int64 {
 			t.Helper()
-			var rm metricdata.ResourceMetrics
-			if err := reader.Collect(t.Context(), &rm); err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]map[string]int64{}
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					d, ok := m.Data.(metricdata.Sum[int64])
-					if !ok || !strings.HasPrefix(m.Name, "management.authenticator.") && !strings.HasPrefix(m.Name, "management.breaker.") {
-						continue
-					}
-					for _, p := range d.DataPoints {
-						name, _ := p.Attributes.Value("management.breaker")
-						if got[m.Name] == nil {
-							got[m.Name] = map[string]int64{}
-						}
-						got[m.Name][name.AsString()] += p.Value
-					}
-				}
-			}
-			return got
+			return sumsByBreaker(t, reader, "management.authenticator.", "management.breaker.")
 		}
 		check() // confirmed
 		svc.down.Store(true)
