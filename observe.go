@@ -259,7 +259,8 @@ const (
 	AuthRefused
 	// AuthStale: the service could not answer (or was not asked: see
 	// BreakerAuthenticate), and the token was let through under
-	// Authenticator.StaleIfError, its EndUser marked Stale.
+	// Authenticator.StaleIfError, its EndUser marked Stale. A verdict
+	// still fresh in the cache is AuthHit, whatever the service's state.
 	AuthStale
 )
 
