@@ -101,3 +101,38 @@ func TestUnaryDuringAnOutage(t *testing.T) {
 		t.Errorf("the Client's log says nothing of the stale pass:\n%s", r.logs.String())
 	}
 }
+
+// An open stream whose verdict expired during an outage goes on while the
+// service's last confirmation is within StaleIfError (the handler's
+// context keeps the End User of the opening check, Stale false); without
+// it, the next message ends the stream Unavailable.
+func TestStreamDuringAnOutage(t *testing.T) {
+	const ttl = 50 * time.Millisecond
+	for _, grace := range []time.Duration{time.Minute, 0} {
+		r := newRig(t, rigConfig{
+			config: func(cfg *management.Config) { cfg.MaxRetries = -1 },
+			auth:   func(a *management.Authenticator) { a.CacheTTL, a.StaleIfError = ttl, grace },
+		})
+		duplex := r.duplex(with(r.ctx, r.token()))
+		time.Sleep(ttl) // the verdict expires: the next message checks the token again
+		r.fake.FailNext(managementtest.RouteAuthenticate, math.MaxInt, http.StatusServiceUnavailable, 0)
+		if grace == 0 {
+			_, err := exchange(duplex)
+			r.wantStatus("without StaleIfError, the service down", err, codes.Unavailable, wantUnavailable)
+			continue
+		}
+		for i := range 5 { // past the breaker's 3 calls: the stream needs none
+			if user, err := exchange(duplex); err != nil || user != "u-ada" {
+				t.Fatalf("message %d, the service down: %q, %v; want the stream to go on", i, user, err)
+			}
+		}
+		// A new stream of a token never confirmed is refused at once.
+		d, err := r.client().FullDuplexCall(with(r.ctx, r.token()))
+		if err == nil {
+			_, err = exchange(d)
+		}
+		if st := r.status(err); st.Code() != codes.Unavailable {
+			t.Errorf("a new stream, a token never confirmed: %v; want Unavailable", st.Code())
+		}
+	}
+}
