@@ -90,3 +90,33 @@ func TestFleetStaleIfError(t *testing.T) {
 		t.Errorf("replica A after the outage: %+v, %v; want a fresh pass", u, err)
 	}
 }
+
+// When the store cannot answer either, a replica that never saw a token
+// fails closed, while the one that confirmed it lets it through on its
+// own record.
+func TestFleetStaleIfErrorStoreDown(t *testing.T) {
+	srv := seeded(t)
+	redisSrv := startRedis(t)
+	rdb := redisSrv.Client(t)
+	f := startFleet(t, srv, 2, func() management.SharedStore { return New(rdb) }, func(cfg *management.Config) {
+		cfg.SharedStoreTimeout = failoverStoreTimeout // each check gives up on the dead store that soon
+		cfg.MaxRetries = -1
+	})
+	for _, n := range f.nodes {
+		n.auth.CacheTTL, n.auth.StaleIfError = outageTTL, time.Minute
+	}
+	a, b := f.nodes[0].auth, f.nodes[1].auth
+	tok := srv.IssueEndUserToken("u-1")
+	if _, err := check(a, tok); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(outageTTL)
+	redisSrv.Stop()
+	srv.FailNext(managementtest.RouteAuthenticate, math.MaxInt, http.StatusServiceUnavailable, 0)
+	if u, err := check(b, tok); !errors.Is(err, management.ErrAuthenticationUnavailable) {
+		t.Errorf("replica B, the service and the store down: %+v, %v; want ErrAuthenticationUnavailable", u, err)
+	}
+	if u, err := check(a, tok); err != nil || !u.Stale {
+		t.Errorf("replica A, the service and the store down: %+v, %v; want a stale pass on its own record", u, err)
+	}
+}
