@@ -38,6 +38,10 @@ func DocumentedDefaults() map[string]any {
 		"Authenticator.CacheSize":           orDefault(0, defaultAuthCacheSize),
 		"Authenticator.MaxConcurrentChecks": auth.maxCalls,
 		"Authenticator.Timeout":             auth.timeout,
+		"Authenticator.StaleIfError":        offOr(auth.grace),
+
+		"calls without an answer before the authenticate breaker opens": authBreakerThreshold,
+		"the authenticate breaker's cool-down, first and longest":       authCoolDown.String() + " to " + authMaxCoolDown.String(),
 
 		"the lease on refreshing the token":                  tokenLease,
 		"the lease on asking about an End User token":        verdictLease,
@@ -48,6 +52,14 @@ func DocumentedDefaults() map[string]any {
 		"lease waits stopped, first and longest":             fleet.LeaseCoolDown.String() + " to " + fleet.LeaseMaxCoolDown.String(),
 		"reads of a key per second while waiting on a lease": maxPollsPerSecond(),
 	}
+}
+
+// offOr is d as docs/defaults.md writes it, "off" for 0.
+func offOr(d time.Duration) string {
+	if d == 0 {
+		return "off"
+	}
+	return d.String()
 }
 
 // Bytes is a size in bytes, which docs/defaults.md writes in the largest

@@ -291,6 +291,8 @@ type testService struct {
 	// context holds: benchmarks with and without the interceptors then
 	// send the same messages.
 	user string
+	// last is the End User the last handler found in its context.
+	last atomic.Pointer[management.EndUser]
 }
 
 func newTestService() *testService {
@@ -302,6 +304,7 @@ func (s *testService) endUserID(ctx context.Context) string {
 		return s.user
 	}
 	if u, ok := management.EndUserFromContext(ctx); ok {
+		s.last.Store(u)
 		return u.ID
 	}
 	return ""

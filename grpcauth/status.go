@@ -3,10 +3,13 @@ package grpcauth
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/serviceconnect/management"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // The messages of the statuses that do not relay the service's.
@@ -33,7 +36,11 @@ const (
 //     (management.ErrTooManyChecks, management.ErrOverMissBudget):
 //     codes.ResourceExhausted;
 //   - the service could not answer, or any other error
-//     (management.ErrAuthenticationUnavailable): codes.Unavailable;
+//     (management.ErrAuthenticationUnavailable): codes.Unavailable; when
+//     the Authenticator holds its calls to the service for a cool-down
+//     (a *management.AuthenticationUnavailableError), with a RetryInfo
+//     detail (google.rpc.RetryInfo) of its RetryAfter, which gRPC clients
+//     that honour it wait before they try again;
 //   - the caller's context ended while the check waited: codes.Canceled or
 //     codes.DeadlineExceeded, as status.FromContextError gives them.
 //
@@ -41,6 +48,7 @@ const (
 // logs through the Client's Logger.
 func Status(err error) *status.Status {
 	var invalid *management.InvalidTokenError
+	var held *management.AuthenticationUnavailableError
 	switch {
 	case err == nil:
 		return nil
@@ -58,6 +66,8 @@ func Status(err error) *status.Status {
 		return status.New(codes.PermissionDenied, msgForbidden)
 	case errors.Is(err, management.ErrTooManyChecks), errors.Is(err, management.ErrOverMissBudget):
 		return status.New(codes.ResourceExhausted, msgUnavailable)
+	case errors.As(err, &held):
+		return retryAfter(status.New(codes.Unavailable, msgUnavailable), held.RetryAfter)
 	case errors.Is(err, management.ErrAuthenticationUnavailable):
 		// Before the context's errors: a check that outlived
 		// Authenticator.Timeout is an outage, not the caller's deadline.
@@ -66,6 +76,15 @@ func Status(err error) *status.Status {
 		return status.FromContextError(err)
 	}
 	return status.New(codes.Unavailable, msgUnavailable)
+}
+
+// retryAfter returns st with a RetryInfo detail of d; st as it is should
+// the detail not marshal (it always does).
+func retryAfter(st *status.Status, d time.Duration) *status.Status {
+	if withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)}); err == nil {
+		return withInfo
+	}
+	return st
 }
 
 // refusal is the status error of err, a refusal of the RPC of ctx: when

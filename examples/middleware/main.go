@@ -10,6 +10,16 @@
 //
 // Against a real service, set MANAGEMENT_BASE_URL, MANAGEMENT_CLIENT_ID and
 // MANAGEMENT_CLIENT_SECRET. ADDR sets the listening address.
+//
+// GET /account is a sensitive route: it refuses an End User let through
+// stale (Authenticator.StaleIfError) while the service cannot answer. The
+// -outage flag shows that, against an in-memory fake, without listening:
+// it confirms one End User token, takes the fake's authenticate endpoint
+// down for the given time, and prints each second what the two routes
+// answer to that token and to one the service never confirmed, until both
+// pass fresh again:
+//
+//	go run ./examples/middleware -outage 20s
 package main
 
 import (
@@ -17,6 +27,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"net/http"
@@ -36,6 +47,11 @@ func main() {
 }
 
 func run() error {
+	outage := flag.Duration("outage", 0, "take the fake's authenticate endpoint down for this long, print what the routes answer, and exit")
+	flag.Parse()
+	if *outage > 0 {
+		return demoOutage(os.Stdout, managementtest.NewInMemoryServer(), *outage)
+	}
 	client, cleanup, err := connect()
 	if err != nil {
 		return err
@@ -45,7 +61,7 @@ func run() error {
 	addr := cmp.Or(os.Getenv("ADDR"), "127.0.0.1:8080")
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           newMux(&management.Authenticator{Client: client}),
+		Handler:           newMux(newAuthenticator(client)),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -82,16 +98,43 @@ func connect() (*management.Client, func(), error) {
 	return fake.Client(), fake.Close, nil
 }
 
-// newMux routes GET /me through auth.
+// newAuthenticator checks End User tokens with client and, while the
+// service cannot answer, lets through those it confirmed in the last 10
+// minutes, marked Stale.
+func newAuthenticator(client *management.Client) *management.Authenticator {
+	return &management.Authenticator{
+		Client:       client,
+		StaleIfError: 10 * time.Minute, // the same on every replica, as CacheTTL
+	}
+}
+
+// newMux routes GET /me and GET /account through auth; /account refuses
+// an End User let through stale.
 func newMux(auth *management.Authenticator) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /me", auth.Handler(http.HandlerFunc(me)))
+	mux.Handle("GET /account", auth.Handler(refuseStale(http.HandlerFunc(me))))
 	return mux
 }
 
-// me answers with the End User the Authenticator let through.
+// refuseStale serves next only to an End User the service confirmed just
+// now: one let through under StaleIfError gets 503, as if the check had
+// failed, so that a route that must not serve a revoked token never does.
+func refuseStale(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, ok := management.EndUserFromContext(r.Context()); ok && user.Stale {
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "the End User token could not be checked just now; try again later", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// me answers with the End User the Authenticator let through, and whether
+// it was let through stale.
 func me(w http.ResponseWriter, r *http.Request) {
 	user, _ := management.EndUserFromContext(r.Context())
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"user_id": user.ID, "role": string(user.Role)})
+	_ = json.NewEncoder(w).Encode(map[string]any{"user_id": user.ID, "role": user.Role, "stale": user.Stale})
 }

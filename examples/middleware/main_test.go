@@ -4,8 +4,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/serviceconnect/management"
 	"github.com/serviceconnect/management/managementtest"
@@ -25,7 +28,7 @@ func TestProtectedRoute(t *testing.T) {
 		status     int
 		body       string
 	}{
-		{"End User", "Bearer " + token, 200, `{"role":"APPUSER","user_id":"u-ada"}`},
+		{"End User", "Bearer " + token, 200, `{"role":"APPUSER","stale":false,"user_id":"u-ada"}`},
 		{"no token", "", 401, ""},
 		{"made-up token", "Bearer nope", 401, "auth.unauthorized"},
 	}
@@ -44,4 +47,54 @@ func TestProtectedRoute(t *testing.T) {
 			t.Errorf("%s: %d %s; want %d containing %q", tt.name, resp.StatusCode, body, tt.status, tt.body)
 		}
 	}
+}
+
+// The -outage demo, on synctest's clock: during an outage of 20s the
+// confirmed token passes on /me (Stale once its verdict expired) and is
+// refused on /account; the token never confirmed gets 503, with
+// Retry-After once the breaker holds the calls; after the outage both pass
+// fresh again within one cool-down.
+func TestOutageDemo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out strings.Builder
+		if err := demoOutage(&out, managementtest.NewInMemoryServer(), 20*time.Second); err != nil {
+			t.Fatalf("demoOutage: %v\n%s", err, out.String())
+		}
+		if testing.Verbose() {
+			t.Log(out.String())
+		}
+		var down, back []string
+		for line := range strings.Lines(out.String()) {
+			switch {
+			case strings.Contains(line, " down "):
+				down = append(down, line)
+			case strings.Contains(line, " back "):
+				back = append(back, line)
+			}
+		}
+		if len(down) != 20 || len(back) == 0 || len(back) > 20 {
+			t.Fatalf("%d rows down, %d back; want 20, then fresh passes within the longest cool-down:\n%s", len(down), len(back), out.String())
+		}
+		confirmed := regexp.MustCompile(`confirmed /me: 200 (Stale )? +never`)
+		for i, line := range down {
+			if !confirmed.MatchString(line) {
+				t.Errorf("the confirmed token refused on /me during the outage:\n%s", line)
+			}
+			if !strings.Contains(line, "never confirmed /me: 503") {
+				t.Errorf("the token never confirmed not refused during the outage:\n%s", line)
+			}
+			if i > 1 && (!strings.Contains(line, "confirmed /me: 200 Stale") || !strings.Contains(line, "/account: 503") ||
+				!regexp.MustCompile(`never confirmed /me: 503 Retry-After [1-9]`).MatchString(line)) {
+				t.Errorf("once the breaker is open: want a stale pass on /me, 503 on /account and Retry-After for the token never confirmed:\n%s", line)
+			}
+		}
+		if last := back[len(back)-1]; !regexp.MustCompile(`confirmed /me: 200 +never confirmed /me: 200 +confirmed /account: 200\n`).MatchString(last) {
+			t.Errorf("after the outage: %s; want fresh passes", last)
+		}
+		for _, want := range []string{"letting through, marked Stale", "stale_passes="} {
+			if strings.Count(out.String(), want) != 1 {
+				t.Errorf("the log says %q %d times; want once:\n%s", want, strings.Count(out.String(), want), out.String())
+			}
+		}
+	})
 }
