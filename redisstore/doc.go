@@ -56,8 +56,8 @@
 // While Redis is down, go-redis writes lines of its own to standard error,
 // one per attempt of each operation ("redis: connection pool: failed to
 // dial after 5 attempts: ...", four for one Get with go-redis's default
-// retries), beside the SDK's one Warn for the whole failure streak (on
-// management.Config.Logger). go-redis's logger belongs to the process
+// retries), beside the SDK's one Warn when its breaker on the store opens
+// (on management.Config.Logger). go-redis's logger belongs to the process
 // (redis.SetLogger), not to a client: a library must not set it, and this
 // package does not. main does, once, before it makes a client. To route
 // the lines into the program's log, main gives redis.SetLogger a value
