@@ -71,8 +71,8 @@ func clusterStore(addrs ...string) *redisstore.Store {
 
 // goRedisLog is a go-redis logger (see redis.SetLogger) that writes each
 // of go-redis's lines to a slog.Logger, at Debug: the SDK's own Warn, when
-// its breaker on the store opens, stays the signal of a Redis outage, and go-redis's
-// dial errors are there when the level shows them.
+// its breaker on the store opens, stays the signal of a Redis outage, and
+// go-redis's dial errors are there when the level shows them.
 type goRedisLog struct{ logger *slog.Logger }
 
 // Printf logs go-redis's line, formatted as go-redis formats it.
