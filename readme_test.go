@@ -229,10 +229,17 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	}
 
 	// -mod=mod lets the go command write the indirect requirements that a
-	// reader's `go mod tidy` would; every module is already in go.sum.
+	// reader's `go mod tidy` would; every module is already in go.sum. It
+	// is added to the flags in force, not put in their place: with other
+	// flags (.ci/run's -trimpath), every dependency of every companion
+	// would compile again rather than come from the build cache.
+	flags, err := exec.Command(goTool, "env", "GOFLAGS").Output()
+	if err != nil {
+		t.Fatalf("go env GOFLAGS: %v", err)
+	}
 	cmd := exec.Command(goTool, "vet", "./...")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(string(flags)+" -mod=mod"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the snippets of the READMEs and guides do not build in a fresh module (%v):\n%s", err, out)
 	}

@@ -320,7 +320,10 @@ func userEnv(tmp, proxy string) ([]string, error) {
 		"GOPROXY=file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(strings.TrimSpace(warm), "cache", "download")),
 		"GONOSUMDB=" + rootPath, // never GOPRIVATE: it would send the go command to the repository itself
 		"GOPRIVATE=", "GONOPROXY=", "GOINSECURE=",
-		// Not -trimpath: it would compile the standard library once more.
+		// The flags in force, plus -modcacherw: with .ci/run's -trimpath,
+		// a package compiles to the same object from this module cache as
+		// from the machine's, so the installs reuse what the steps before
+		// compiled.
 		"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -modcacherw"),
 		"GOWORK=off",
 		"GOTOOLCHAIN=local",
