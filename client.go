@@ -620,6 +620,8 @@ func notJSON(err error) bool {
 // where Config.BaseURL points (see DecodeError.Is). Its text is err's.
 type notJSONError struct{ err error }
 
+// Error is the decoder's text alone: the hint that names Config.BaseURL
+// is DecodeError's to add, once, where it wraps this.
 func (e *notJSONError) Error() string { return e.err.Error() }
 
 // Unwrap returns the decoder's error.

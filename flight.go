@@ -170,6 +170,8 @@ func (h flightHost) panicked() error {
 // unreachable).
 type hostedPanic string
 
+// Error names the call and says the panic was logged, never its value:
+// the value may hold what the hosted code held, a credential included.
 func (p hostedPanic) Error() string { return "the " + string(p) + " panicked (logged)" }
 
 // logPanic logs a panic of hosted code as msg, once, at Error, with its

@@ -115,6 +115,9 @@ type (
 // maps to it, a name with more to their list.
 type headerFile http.Header
 
+// MarshalJSON writes a name with one value as a string, so that a
+// reviewer reads a cassette's headers as they were sent, and without HTML
+// escaping, so that a value such as <https://...> reads as it was.
 func (h headerFile) MarshalJSON() ([]byte, error) {
 	m := make(map[string]any, len(h))
 	for name, values := range h {
@@ -131,6 +134,8 @@ func (h headerFile) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
+// UnmarshalJSON takes either form MarshalJSON writes, a string or a list,
+// so that a cassette edited by hand may use either.
 func (h *headerFile) UnmarshalJSON(data []byte) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {

@@ -93,6 +93,8 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
+// Write holds the lock for the whole of p, so that the demo's rows and
+// the SDK's log records, written from other goroutines, never interleave.
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
