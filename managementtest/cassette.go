@@ -3,6 +3,7 @@ package managementtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -267,11 +268,19 @@ func writeFile(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// parseBase parses a base URL as management.Config takes it.
+// parseBase parses a base URL as management.Config takes it: absolute
+// http or https, without user info, query or fragment, which a cassette
+// would otherwise hold (a password in user info, a key in a query). Its
+// errors never quote what they refuse.
 func parseBase(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("base URL %q is not an absolute http or https URL", raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return nil, errors.New("a base URL is not an absolute http or https URL")
+	case u.User != nil:
+		return nil, errors.New("a base URL holds user info: the client id and secret go in the Config, never in a URL")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
+		return nil, errors.New("a base URL has a query or fragment")
 	}
 	return u, nil
 }

@@ -174,6 +174,8 @@ func TestLoadCassetteRefusesWhatItCannotReplay(t *testing.T) {
 		"not JSON":       "interactions:",
 		"other version":  `{"cassette": 2, "base_url": "https://x.example", "interactions": []}`,
 		"no base URL":    `{"cassette": 1, "interactions": []}`,
+		"user info":      `{"cassette": 1, "base_url": "https://u:pw@x.example", "interactions": []}`,
+		"query":          `{"cassette": 1, "base_url": "https://x.example/?k=v", "interactions": []}`,
 		"unknown member": `{"cassette": 1, "base_url": "https://x.example", "interactions": [], "extra": 1}`,
 		"no status":      `{"cassette": 1, "base_url": "https://x.example", "interactions": [{"request": {"method": "GET", "path": "/"}, "response": {}}]}`,
 		"no path":        `{"cassette": 1, "base_url": "https://x.example", "interactions": [{"request": {"method": "GET"}, "response": {"status": 200}}]}`,

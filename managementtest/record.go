@@ -270,7 +270,8 @@ func (r *Recorder) finish(e *exchange, f func()) {
 }
 
 // Close writes the cassette file: the interactions whose answers came (a
-// request still under way is left out), with every credential replaced.
+// request still under way is left out, and counted among the problems),
+// with every credential replaced.
 // It writes nothing, and says so, if a credential would remain in the
 // file in a form the placeholders missed. It returns an error that lists
 // what the cassette lacks, if anything (the requests the Recorder refused,
@@ -284,12 +285,15 @@ func (r *Recorder) Close() error {
 	}
 	r.closed = true
 	var done []*exchange
+	var underway []string
 	for _, e := range r.exchanges {
 		if e.done {
 			done = append(done, e)
+		} else {
+			underway = append(underway, e.method+" "+e.path+": still under way at Close, left out")
 		}
 	}
-	problems := slices.Clone(r.problems)
+	problems := append(slices.Clone(r.problems), underway...)
 	r.exchanges = nil // what Close wrote is no longer held
 	r.mu.Unlock()
 

@@ -150,10 +150,24 @@ func TestNewRecorderRefusesAnotherBaseURL(t *testing.T) {
 		{"https://sandbox.example.com:8443", []string{"https://sandbox.example.com"}, "is not among"},
 		{"sandbox.example.com", []string{"https://sandbox.example.com"}, "not an absolute"},
 		{"https://sandbox.example.com", []string{"sandbox"}, "not an absolute"},
+		// What a cassette would hold in its base_url: never accepted, and
+		// never quoted back.
+		{"https://user:s3cretpw@sandbox.example.com", []string{"https://sandbox.example.com"}, "user info"},
+		{"https://sandbox.example.com", []string{"https://user:s3cretpw@sandbox.example.com"}, "user info"},
+		{"https://sandbox.example.com/?key=s3cretpw", []string{"https://sandbox.example.com"}, "query or fragment"},
+		{"https://sandbox.example.com/#s3cretpw", []string{"https://sandbox.example.com"}, "query or fragment"},
+		{"https://sandbox.example.com/?", []string{"https://sandbox.example.com"}, "query or fragment"},
 	} {
-		if _, err := managementtest.NewRecorder(path, tc.base, managementtest.RecordOptions{AllowedBaseURLs: tc.allowed}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := managementtest.NewRecorder(path, tc.base, managementtest.RecordOptions{AllowedBaseURLs: tc.allowed})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewRecorder(%q, allowed %q) = %v; want an error that says %q", tc.base, tc.allowed, err, tc.want)
 		}
+		if err != nil && strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("NewRecorder(%q, allowed %q) quotes what it refuses: %v", tc.base, tc.allowed, err)
+		}
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Recorder left a file: %v", err)
 	}
 	for base, allowed := range map[string]string{
 		"https://sandbox.example.com":      "HTTPS://Sandbox.Example.com/",
@@ -391,5 +405,56 @@ func TestRecorderScrub(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[1] != "Bearer {{management_token_1}}" {
 		t.Errorf("Scrub saw the Authorization values %q; want them replaced already", seen)
+	}
+}
+
+// blockingTransport answers every request once release is closed, saying
+// on entered that one arrived.
+type blockingTransport struct {
+	entered chan struct{}
+	release chan struct{}
+	next    http.RoundTripper
+}
+
+func (b *blockingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.next.RoundTrip(req)
+}
+
+// A request still under way when Close writes the cassette is left out
+// of it, and Close says so: a recording that looks whole would fail only
+// later, in replay, with NOT_RECORDED.
+func TestRecorderCloseNamesRequestsUnderWay(t *testing.T) {
+	srv := managementtest.NewServer()
+	defer srv.Close()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	path := filepath.Join(t.TempDir(), "c.json")
+	cfg := srv.Config()
+	block := &blockingTransport{entered: make(chan struct{}, 8), release: make(chan struct{}), next: cfg.HTTPClient.Transport}
+	rec, err := managementtest.NewRecorder(path, srv.URL, managementtest.RecordOptions{AllowedBaseURLs: []string{srv.URL}, Transport: block})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPClient = &http.Client{Transport: rec}
+	client, err := management.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Users.Get(t.Context(), "u-1")
+		done <- err
+	}()
+	<-block.entered // the token request, held at the transport
+	err = rec.Close()
+	close(block.release)
+	<-done
+	if err == nil || !strings.Contains(err.Error(), "still under way at Close, left out") || !strings.Contains(err.Error(), "1 problems") {
+		t.Fatalf("Close with a request under way = %v; want an error that names it", err)
+	}
+	c, lerr := managementtest.LoadCassette(path)
+	if lerr != nil || len(c.Interactions) != 0 {
+		t.Fatalf("the cassette: %v, %d interactions; want written, empty", lerr, len(c.Interactions))
 	}
 }
