@@ -138,6 +138,13 @@ func UnaryServerInterceptor(a *management.Authenticator, opts ...Option) grpc.Un
 // A stream that neither receives nor sends is not checked again: end it
 // from the handler when it must not outlive its token.
 //
+// The End User in the handler's context is the one of the check that
+// opened the stream: a re-check that lets the token through stale (see
+// management.Authenticator.StaleIfError) keeps the stream going without
+// changing it, so its Stale field tells how the stream was opened, not
+// how it was last checked. Serve what must never reach a stale End User
+// by unary calls, each checked on its own.
+//
 // It panics as UnaryServerInterceptor does.
 func StreamServerInterceptor(a *management.Authenticator, opts ...Option) grpc.StreamServerInterceptor {
 	g := newGuard("StreamServerInterceptor", a, opts)

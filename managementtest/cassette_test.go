@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -190,5 +191,24 @@ func TestLoadCassetteRefusesWhatItCannotReplay(t *testing.T) {
 	}
 	if _, err := managementtest.LoadCassette(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadCassette of a missing file = %v; want one matching os.ErrNotExist", err)
+	}
+}
+
+// A Replayer of no cassette answers every request as not recorded; it
+// does not panic.
+func TestNewReplayerNil(t *testing.T) {
+	rep := managementtest.NewReplayer(nil)
+	req, err := http.NewRequest(http.MethodGet, "https://sandbox.example/v2/users", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rep.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip = %v; want the not-recorded answer", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), "NOT_RECORDED") {
+		t.Errorf("RoundTrip = %d %s; want 501 NOT_RECORDED", resp.StatusCode, body)
 	}
 }

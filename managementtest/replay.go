@@ -117,8 +117,12 @@ func (k requestKey) describe() string {
 }
 
 // NewReplayer returns a Replayer that answers from c. c must not be
-// changed afterwards.
+// changed afterwards. A nil c is an empty cassette: every request is
+// answered as not recorded.
 func NewReplayer(c *Cassette) *Replayer {
+	if c == nil {
+		c = &Cassette{}
+	}
 	r := &Replayer{name: c.file, recorded: c.Interactions, used: make([]bool, len(c.Interactions))}
 	if r.name == "" {
 		r.name = "cassette"
