@@ -139,6 +139,9 @@ func NewRecorder(path, baseURL string, opts RecordOptions) (*Recorder, error) {
 // (see Recorder). An answer's body is read whole before RoundTrip returns;
 // an error is returned as it came, and recorded.
 func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.base == nil { // a Recorder not made by NewRecorder: it knows no base URL to hold requests to
+		return nil, errors.New("managementtest: Recorder: not made by NewRecorder; it records nothing")
+	}
 	body, err := readRequestBody(req)
 	if err != nil {
 		return nil, fmt.Errorf("managementtest: Recorder: reading the request's body: %w", err)

@@ -458,3 +458,19 @@ func TestRecorderCloseNamesRequestsUnderWay(t *testing.T) {
 		t.Fatalf("the cassette: %v, %d interactions; want written, empty", lerr, len(c.Interactions))
 	}
 }
+
+// A Recorder not made by NewRecorder refuses every request, sending none;
+// it does not panic.
+func TestZeroRecorderRefuses(t *testing.T) {
+	var rec managementtest.Recorder
+	req, err := http.NewRequest(http.MethodGet, "https://sandbox.example/v2/users", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := rec.RoundTrip(req); err == nil || resp != nil || !strings.Contains(err.Error(), "NewRecorder") {
+		t.Errorf("RoundTrip of a zero Recorder = %v, %v; want an error that names NewRecorder", resp, err)
+	}
+	if err := rec.Close(); err == nil {
+		t.Error("Close of a zero Recorder = nil; want an error (it has no file to write)")
+	}
+}
