@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -213,7 +212,6 @@ type Authenticator struct {
 	once         sync.Once
 	timeout      time.Duration
 	shared       *sharedVerdicts // nil without a SharedStore
-	stalePasses  atomic.Int64    // since the service last answered (see stalePass)
 	verdictCache                 // embedded: tests read its lock and contents as the Authenticator's
 }
 

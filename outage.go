@@ -70,8 +70,11 @@ func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header s
 	case ctx.Err() != nil, !held && !unreachable(err):
 		return authVerdict{}, outcome, err
 	}
-	if v, ok := a.verdictCache.graceful(key, time.Now()); ok {
-		return a.stalePass(ctx, v), AuthStale, nil
+	switch v, use, first := a.verdictCache.fallback(key, time.Now()); use {
+	case useFresh: // the call this check started as the probe, or another, answered since
+		return v, AuthMiss, nil
+	case useStale:
+		return a.stalePass(ctx, v, first), AuthStale, nil
 	}
 	// With a store, the fleet's record: a grace a replica confirmed, or,
 	// for a check that made no call, a verdict another replica stored
@@ -79,11 +82,11 @@ func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header s
 	if a.shared != nil && (held || a.grace > 0) {
 		gen := a.verdictCache.generation()
 		if v, found := a.shared.peek(ctx, header); found {
-			switch a.verdictCache.adopt(key, v, gen, time.Now()) {
+			switch use, first := a.verdictCache.adopt(key, v, gen, time.Now()); use {
 			case useFresh:
 				return v, AuthMiss, nil
 			case useStale:
-				return a.stalePass(ctx, v), AuthStale, nil
+				return a.stalePass(ctx, v, first), AuthStale, nil
 			}
 		}
 	}
@@ -96,10 +99,11 @@ func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header s
 	return authVerdict{}, outcome, err
 }
 
-// stalePass returns v, an End User within its grace, let through stale. The
-// first stale pass since the service last answered is logged.
-func (a *Authenticator) stalePass(ctx context.Context, v authVerdict) authVerdict {
-	if a.stalePasses.Add(1) == 1 {
+// stalePass returns v, an End User within its grace, let through stale
+// (and counted, see verdictCache.fallback). The first stale pass since the
+// service last answered is logged.
+func (a *Authenticator) stalePass(ctx context.Context, v authVerdict, first bool) authVerdict {
+	if first {
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: the service cannot check End User tokens; letting through, marked Stale, those it confirmed within StaleIfError",
 			slog.Duration("stale_if_error", a.grace))
 	}

@@ -673,6 +673,31 @@ func TestStaleServingSeen(t *testing.T) {
 	})
 }
 
+// A check the breaker held, whose probe (the call it started) has
+// answered by the time the check looks for a way through, ends with that
+// answer, not with a stale pass after the service came back: the -outage
+// demo logged "letting through" a second time, and a run of one stale
+// pass, whenever the probe won that race.
+func TestHeldCheckTakesTheProbesAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newOutageService()
+		var logs logRecords
+		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1, Logger: slog.New(&logs)}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
+		wantPass(t, a, "eu-alice", alice) // the probe's answer, cached as it settled
+		const header = "Bearer eu-alice"
+		v, outcome, err := a.unanswered(context.Background(), headerDigest(header), header, AuthRefused, errHeld)
+		if err != nil || v.err != nil || v.user != alice || outcome != AuthMiss {
+			t.Errorf("the held check ended with %+v (outcome %v), %v; want the probe's fresh answer, %+v", v.user, outcome, err, alice)
+		}
+		if n := a.stalePasses.Load(); n != 0 {
+			t.Errorf("%d stale passes counted; want none", n)
+		}
+		if got := logs.find(slog.LevelWarn, logStaleStarts); len(got) != 0 {
+			t.Errorf("%d Warn records of stale serving; want none", len(got))
+		}
+	})
+}
+
 // An invalid answer whose write to the store failed still ends the grace
 // on its replica: the older valid record the store keeps does not undo
 // it.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -44,6 +45,11 @@ type verdictCache struct {
 	calls    int                                     // calls running, forgotten ones included; <= maxCalls
 	started  uint64                                  // calls ever started: each one's number
 	forgets  uint64                                  // Forgets so far (see adopt)
+	// stalePasses counts the stale passes since the service last
+	// answered. It grows under mu, beside the read of the entry that
+	// allows the pass, so that a pass is counted before the answer that
+	// settle caches is reported (see Authenticator.called), or not given.
+	stalePasses atomic.Int64
 }
 
 // inflightCall is a token's call in flight, numbered so that its verdict
@@ -206,16 +212,28 @@ func (c *verdictCache) add(key verdictKey, v authVerdict, now time.Time) {
 	c.cache.Add(key, v)
 }
 
-// graceful returns the cached End User on key if it may be let through
-// stale at now (see authVerdict.graceUntil).
-func (c *verdictCache) graceful(key verdictKey, now time.Time) (authVerdict, bool) {
-	if c.grace == 0 || c.cache == nil {
-		return authVerdict{}, false
+// fallback returns what a check that got no verdict on key may end with
+// at now: an unexpired verdict (useFresh: a call answered since the check
+// looked, such as the probe it started while the breaker held it), or
+// else an End User within its grace (useStale), counted in stalePasses;
+// first reports whether that pass is the first since the service last
+// answered.
+func (c *verdictCache) fallback(key verdictKey, now time.Time) (v authVerdict, use verdictUse, first bool) {
+	if c.cache == nil {
+		return authVerdict{}, useNone, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.cache.Get(key)
-	return v, ok && v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil)
+	switch {
+	case !ok:
+		return authVerdict{}, useNone, false
+	case now.Before(v.expires):
+		return v, useFresh, false
+	case c.grace > 0 && v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil):
+		return v, useStale, c.stalePasses.Add(1) == 1
+	}
+	return authVerdict{}, useNone, false
 }
 
 // generation returns the number of Forgets so far, for adopt.
@@ -240,29 +258,29 @@ const (
 // grace. gen is generation() before the store was read: after a Forget
 // since, or beside a newer answer of the service on this replica (an
 // invalid one ends the grace even if its write to the store failed), v is
-// good for nothing.
-func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time) verdictUse {
+// good for nothing. A stale pass is counted as fallback counts it; first
+// reports whether it is the first since the service last answered.
+func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time) (use verdictUse, first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.forgets != gen {
-		return useNone
+		return useNone, false
 	}
 	if c.cache != nil {
 		if cur, ok := c.cache.Peek(key); ok && cur.answered.After(v.answered) {
-			return useNone
+			return useNone, false
 		}
 	}
-	use := useNone
 	switch {
 	case now.Before(v.expires):
 		use = useFresh
 	case v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil):
-		use = useStale
+		use, first = useStale, c.stalePasses.Add(1) == 1
 	}
 	if use != useNone && c.cache != nil {
 		c.add(key, v, now)
 	}
-	return use
+	return use, first
 }
 
 // release frees the slot of a call whose goroutine has returned.
