@@ -45,6 +45,11 @@ type verdictCache struct {
 	calls    int                                     // calls running, forgotten ones included; <= maxCalls
 	started  uint64                                  // calls ever started: each one's number
 	forgets  uint64                                  // Forgets so far (see adopt)
+	// forgotten holds the keys of the latest Forgets, that of Forget
+	// number n at n % len: adopt tells whether a Forget since it began
+	// was its token's, rather than void every check that read the store
+	// while any token was forgotten.
+	forgotten [64]verdictKey
 	// stalePasses counts the stale passes since the service last
 	// answered. It grows under mu, beside the read of the entry that
 	// allows the pass, so that a pass is counted before the answer that
@@ -256,14 +261,14 @@ const (
 // call, see sharedVerdicts.peek), at now, and caches it when it is good
 // for something: a verdict not yet expired, or an End User within its
 // grace. gen is generation() before the store was read: after a Forget
-// since, or beside a newer answer of the service on this replica (an
+// of key since, or beside a newer answer of the service on this replica (an
 // invalid one ends the grace even if its write to the store failed), v is
 // good for nothing. A stale pass is counted as fallback counts it; first
 // reports whether it is the first since the service last answered.
 func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time) (use verdictUse, first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.forgets != gen {
+	if c.forgottenSince(key, gen) {
 		return useNone, false
 	}
 	if c.cache != nil {
@@ -290,6 +295,21 @@ func (c *verdictCache) release() {
 	c.calls--
 }
 
+// forgottenSince reports whether key may have been forgotten since
+// Forget number gen: it was, or more Forgets came since than forgotten
+// remembers. c.mu is held.
+func (c *verdictCache) forgottenSince(key verdictKey, gen uint64) bool {
+	if c.forgets-gen > uint64(len(c.forgotten)) {
+		return true
+	}
+	for n := gen + 1; n <= c.forgets; n++ {
+		if c.forgotten[n%uint64(len(c.forgotten))] == key {
+			return true
+		}
+	}
+	return false
+}
+
 // forget drops the verdict on key and detaches its call in flight: the
 // call keeps running (and counting against the bound) but is no longer the
 // one this token's checks join or whose verdict is cached.
@@ -301,6 +321,7 @@ func (c *verdictCache) forget(key verdictKey) {
 	}
 	delete(c.inflight, key)
 	c.forgets++
+	c.forgotten[c.forgets%uint64(len(c.forgotten))] = key
 }
 
 // spend spends one check of the miss budget, if it allows one: only a
