@@ -21,13 +21,17 @@ type heapSampler struct {
 }
 
 func newHeapSampler() *heapSampler {
-	runtime.GC() // a first GC only moves sync.Pool contents to the victim cache
 	inuse, live := heapInuse()
 	return &heapSampler{base: inuse, liveBase: live}
 }
 
-// heapInuse returns HeapInuse and the live heap after a full GC.
+// heapInuse returns HeapInuse and the live heap after two full GCs: the
+// first only moves sync.Pool contents to the victim cache, the second
+// drops them. Pooled buffers (the loopback server's, net/http's) are one
+// per P at most, not more with more pages; counted, they made the live
+// heap of a long listing look 40-70 KiB larger with GOMAXPROCS 4.
 func heapInuse() (inuse, live uint64) {
+	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -106,10 +110,13 @@ func BenchmarkListHeap(b *testing.B) {
 // TestListHeapFlat: ranging over 100 000 Users holds less than twice the
 // HeapInuse that ranging over 10 000 holds (plus a little slack for the
 // runtime's own noise: HeapInuse counts spans, and where the pages' objects
-// fall moves it by tens of KiB), and at most 24 KiB more live heap: the
+// fall moves it by tens of KiB), and at most 32 KiB more live heap: the
 // repeated-link guard keeps 8 bytes per page followed (8 KiB for 1000
-// pages, twice that while its slice grows), and nothing else grows with the
-// number of pages. Measured: live 0.98-1.13x (+0-12 KiB), in use 1.0-1.65x.
+// pages, twice that while its slice grows), the page in flight when a
+// sample is taken adds up to 8 KiB more with GOMAXPROCS 4 or more, and
+// nothing else grows with the number of pages (a leak of 36 bytes per page
+// would fail). Measured, 15 runs each under -race: +13 KiB at most with
+// GOMAXPROCS 2, +23 KiB with 4; in use 1.0-2.4x.
 func TestListHeapFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ranges over 110 000 Users")
@@ -133,7 +140,7 @@ func TestListHeapFlat(t *testing.T) {
 	if large > 2*small+slack {
 		t.Errorf("ranging over 100 000 Users held %d bytes of heap, 10 000 held %d: the listing grows with the pages", large, small)
 	}
-	const liveGrowth = 24 << 10
+	const liveGrowth = 32 << 10
 	if largeLive > smallLive+liveGrowth {
 		t.Errorf("ranging over 100 000 Users held %d bytes of live heap, 10 000 held %d: more than the link guard's %d bytes grows with the pages", largeLive, smallLive, liveGrowth)
 	}
