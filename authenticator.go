@@ -138,7 +138,9 @@ type Authenticator struct {
 	// a flood of uncached tokens holds neither unbounded memory nor the
 	// service: a check that would start one more call fails at once with
 	// ErrTooManyChecks (a check that joins the call in flight for its
-	// token starts none). 0 or negative: 64.
+	// token starts none), or, with StaleIfError and a SharedStore, once it
+	// has read the store's record of the token, which may let it through
+	// stale. 0 or negative: 64.
 	MaxConcurrentChecks int
 	// MissBudget bounds the rate of checks that reach the service (a token
 	// whose verdict is neither in the cache nor, with a SharedStore, stored
