@@ -793,6 +793,9 @@ func TestAuthenticatorMaxConcurrentChecks(t *testing.T) {
 				if _, err := a.Check(authnRequest(ctx, "Bearer eu-alice")); err != nil { // cached from now on
 					t.Fatalf("Check(eu-alice): %v", err)
 				}
+				// Its call holds a slot until its goroutine returns, which
+				// may be after the check has its verdict.
+				synctest.Wait()
 				release := authnGate(script)
 
 				errs := make([]error, tt.want+1)
