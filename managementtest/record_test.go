@@ -18,14 +18,17 @@ import (
 	"github.com/serviceconnect/management/managementtest"
 )
 
-// recorderFor returns a Client of srv whose requests rec records into path.
+// recorderFor returns a Client of srv whose requests rec records into path,
+// sent through opts.Transport, or else the transport of srv.Config.
 func recorderFor(t *testing.T, srv *managementtest.Server, path string, opts managementtest.RecordOptions) (*management.Client, *managementtest.Recorder) {
 	t.Helper()
 	cfg := srv.Config()
 	if opts.AllowedBaseURLs == nil {
 		opts.AllowedBaseURLs = []string{srv.URL}
 	}
-	opts.Transport = cfg.HTTPClient.Transport
+	if opts.Transport == nil {
+		opts.Transport = cfg.HTTPClient.Transport
+	}
 	rec, err := managementtest.NewRecorder(path, srv.URL, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -430,24 +433,15 @@ func TestRecorderCloseNamesRequestsUnderWay(t *testing.T) {
 	defer srv.Close()
 	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
 	path := filepath.Join(t.TempDir(), "c.json")
-	cfg := srv.Config()
-	block := &blockingTransport{entered: make(chan struct{}, 8), release: make(chan struct{}), next: cfg.HTTPClient.Transport}
-	rec, err := managementtest.NewRecorder(path, srv.URL, managementtest.RecordOptions{AllowedBaseURLs: []string{srv.URL}, Transport: block})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPClient = &http.Client{Transport: rec}
-	client, err := management.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	block := &blockingTransport{entered: make(chan struct{}, 8), release: make(chan struct{}), next: srv.Config().HTTPClient.Transport}
+	client, rec := recorderFor(t, srv, path, managementtest.RecordOptions{Transport: block})
 	done := make(chan error, 1)
 	go func() {
 		_, err := client.Users.Get(t.Context(), "u-1")
 		done <- err
 	}()
 	<-block.entered // the token request, held at the transport
-	err = rec.Close()
+	err := rec.Close()
 	close(block.release)
 	<-done
 	if err == nil || !strings.Contains(err.Error(), "still under way at Close, left out") || !strings.Contains(err.Error(), "1 problems") {
