@@ -279,7 +279,7 @@ func parseBase(raw string) (*url.URL, error) {
 		return nil, errors.New("a base URL is not an absolute http or https URL")
 	case u.User != nil:
 		return nil, errors.New("a base URL holds user info: the client id and secret go in the Config, never in a URL")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
+	case strings.ContainsAny(raw, "?#"): // a query or fragment, even an empty one
 		return nil, errors.New("a base URL has a query or fragment")
 	}
 	return u, nil

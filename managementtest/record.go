@@ -288,15 +288,14 @@ func (r *Recorder) Close() error {
 	}
 	r.closed = true
 	var done []*exchange
-	var underway []string
+	problems := slices.Clone(r.problems)
 	for _, e := range r.exchanges {
 		if e.done {
 			done = append(done, e)
 		} else {
-			underway = append(underway, e.method+" "+e.path+": still under way at Close, left out")
+			problems = append(problems, e.method+" "+e.path+": still under way at Close, left out")
 		}
 	}
-	problems := append(slices.Clone(r.problems), underway...)
 	r.exchanges = nil // what Close wrote is no longer held
 	r.mu.Unlock()
 
