@@ -639,7 +639,7 @@ func TestAuthenticatorNeverLogsTokens(t *testing.T) {
 // log once every call has ended: a call logs on its own goroutine after its
 // waiters are woken (the authenticate breaker opening, here).
 func testAuthenticatorNeverLogsTokens(t *testing.T) {
-	var logs syncBuffer
+	var logs logBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	const secret = "eu-s3cret-token-value"
 	answers := map[string]httpmock.Responder{

@@ -1,7 +1,6 @@
 package management
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -25,7 +24,7 @@ func TestHungStoreFailsNoCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 50 * time.Millisecond
 		f := newTestFleet(t)
-		var logs syncBuffer
+		var logs logBuffer
 		c, a := f.replica(Config{SharedStoreTimeout: timeout, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, MissBudget{})
 		a.MaxConcurrentChecks = 1000
 		ctx := context.Background()
@@ -97,22 +96,4 @@ func TestHungStoreFailsNoCall(t *testing.T) {
 			t.Errorf("no record of the store answering again with %s:\n%s", want, logs.String())
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer that loggers on several goroutines share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -42,7 +42,7 @@ func assertNoSecrets(t *testing.T, where, text string, secrets []string) {
 }
 
 func TestNothingSecretInLogsOrErrors(t *testing.T) {
-	var logs syncBuffer // a token fetch logs on its own goroutine
+	var logs logBuffer // a token fetch logs on its own goroutine
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, mt := setup(t, Config{Logger: logger, MaxRetries: 2})
 	answers := httpmock.NewStringResponder(503, "").Once().

@@ -48,7 +48,7 @@ func (l *breakerLog) all() []BreakerInfo {
 func TestHungStoreCostsOneTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newTestFleet(t)
-		var logs syncBuffer
+		var logs logBuffer
 		var seen breakerLog
 		c, a := f.replica(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Observer: seen.observer()}, MissBudget{})
 		ctx := context.Background()
@@ -309,7 +309,7 @@ func TestSquattedLeasesStopTheWaits(t *testing.T) {
 func TestForgetTriesTheStoreOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newTestFleet(t)
-		var logs syncBuffer
+		var logs logBuffer
 		_, a := f.replica(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, MissBudget{})
 		ctx := context.Background()
 		f.store.setHook(func(_ context.Context, op, _ string) error {

@@ -593,7 +593,7 @@ func echoToken(r *http.Request) (*http.Response, error) {
 
 // countLogs counts the JSON records in logs whose level is level and whose
 // message contains msg.
-func countLogs(t *testing.T, logs *syncBuffer, level, msg string) int {
+func countLogs(t *testing.T, logs *logBuffer, level, msg string) int {
 	t.Helper()
 	n := 0
 	for line := range strings.Lines(logs.String()) {
@@ -618,7 +618,7 @@ func seconds(s ...float64) []time.Duration {
 
 func TestFailingRefreshBacksOffAndLogsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs syncBuffer // the refreshes log on their own goroutine
+		var logs logBuffer // the refreshes log on their own goroutine
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
 		fi := &flakyIssuer{fail: 5, start: time.Now()}
@@ -657,7 +657,7 @@ func TestFailingRefreshBacksOffAndLogsOnce(t *testing.T) {
 
 func TestFailingRefreshNeverDelaysCallersWithoutAToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs syncBuffer // the refreshes log on their own goroutine
+		var logs logBuffer // the refreshes log on their own goroutine
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c, mt := setup(t, Config{MaxRetries: -1, Logger: logger})
 		fi := &flakyIssuer{fail: -1, start: time.Now()}
