@@ -97,6 +97,12 @@ type authVerdict struct {
 	asked bool
 }
 
+// graceful reports whether v's End User may be let through stale at now:
+// graceUntil is zero for a refusal and without StaleIfError.
+func (v authVerdict) graceful(now time.Time) bool {
+	return v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil)
+}
+
 // init sets c up from an Authenticator's fields; shared says whether it
 // has a SharedStore (see sharedFirstLevelTTL).
 func (c *verdictCache) init(a *Authenticator, shared bool) {
@@ -235,7 +241,7 @@ func (c *verdictCache) fallback(key verdictKey, now time.Time) (v authVerdict, u
 		return authVerdict{}, useNone, false
 	case now.Before(v.expires):
 		return v, useFresh, false
-	case c.grace > 0 && v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil):
+	case v.graceful(now):
 		return v, useStale, c.stalePasses.Add(1) == 1
 	}
 	return authVerdict{}, useNone, false
@@ -279,7 +285,7 @@ func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time
 	switch {
 	case now.Before(v.expires):
 		use = useFresh
-	case v.err == nil && !v.graceUntil.IsZero() && !now.After(v.graceUntil):
+	case v.graceful(now):
 		use, first = useStale, c.stalePasses.Add(1) == 1
 	}
 	if use != useNone && c.cache != nil {
