@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -358,6 +359,56 @@ func TestBuildVulnDB(t *testing.T) {
 		if _, err := buildVulnDB(dir, t.TempDir(), pinned); err == nil {
 			t.Errorf("buildVulnDB with %s succeeded; want an error", name)
 		}
+	}
+}
+
+// TestScanModuleTwoPasses runs scanModule against a stand-in for
+// govulncheck that records its arguments and exits as govulncheck does:
+// 0 when nothing is found, 3 when a vulnerability is found at the level
+// scanned.
+func TestScanModuleTwoPasses(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		packageExit, symbol int
+		wantScans           []string
+		wantErr             bool
+	}{
+		{"no vulnerable package imported", 0, 0, []string{"package"}, false},
+		{"imported, never called", 3, 0, []string{"package", "symbol"}, false},
+		{"imported and called", 3, 3, []string{"package", "symbol"}, true},
+		{"package scan fails", 1, 0, []string{"package"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "scans")
+			bin := filepath.Join(dir, "govulncheck")
+			script := "#!/bin/sh\n" +
+				"echo \"$PWD $*\" >>" + log + "\n" +
+				"case \"$*\" in\n" +
+				"*'-scan package'*) exit " + strconv.Itoa(tc.packageExit) + " ;;\n" +
+				"*'-scan symbol'*) exit " + strconv.Itoa(tc.symbol) + " ;;\n" +
+				"esac\nexit 2\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mod := t.TempDir()
+			err := scanModule(bin, "/db", mod, []string{"GOTOOLCHAIN=go1.27.4"})
+			if (err != nil) != tc.wantErr {
+				t.Errorf("scanModule: %v, want an error: %v", err, tc.wantErr)
+			}
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSpace(string(b)), "\n")
+			var want []string
+			for _, level := range tc.wantScans {
+				want = append(want, mod+" -db file:///db -scan "+level+" ./...")
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("govulncheck ran as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
 	}
 }
 

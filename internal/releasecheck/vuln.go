@@ -74,11 +74,7 @@ func vuln(args []string) error {
 	failed := false
 	for _, m := range r.modules {
 		fmt.Printf("\n%s (govulncheck, %s):\n", m.path, *goVersion)
-		cmd := exec.Command(bin, "-db", "file://"+filepath.ToSlash(db), "./...")
-		cmd.Dir = filepath.Join(r.root, filepath.FromSlash(m.dir))
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
+		if err := scanModule(bin, db, filepath.Join(r.root, filepath.FromSlash(m.dir)), env); err != nil {
 			fmt.Printf("govulncheck in %s: %v\n", m.path, err)
 			failed = true
 		}
@@ -88,6 +84,37 @@ func vuln(args []string) error {
 	}
 	return nil
 }
+
+// scanModule runs govulncheck on the packages of the module in dir, in two
+// passes. The first, -scan package, lists the packages the module imports
+// (no type-checking) and finds the vulnerabilities in any of them. Only
+// when it finds one does the second, the default -scan symbol, type-check
+// everything from source and build a call graph to tell whether a
+// vulnerable function is reached: what that pass calls a finding is always
+// one the first found, so the verdict is the symbol scan's, at a fraction
+// of its cost on the usual day when nothing is found (in CI, 150 CPU
+// seconds for the five modules, most of them spent type-checking the
+// standard library again for each).
+func scanModule(bin, db, dir string, env []string) error {
+	scan := func(level string) error {
+		cmd := exec.Command(bin, "-db", "file://"+filepath.ToSlash(db), "-scan", level, "./...")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		return cmd.Run()
+	}
+	err := scan("package")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != govulncheckFound {
+		return err // nil: no vulnerable package is imported
+	}
+	fmt.Println("an imported package is vulnerable: is a vulnerable function called?")
+	return scan("symbol")
+}
+
+// govulncheckFound is govulncheck's exit status when it finds a
+// vulnerability at the level it scans.
+const govulncheckFound = 3
 
 // osvEntry is what the database's indexes need of an OSV entry.
 type osvEntry struct {
