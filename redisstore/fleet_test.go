@@ -219,14 +219,22 @@ func TestForgedEntriesIgnored(t *testing.T) {
 		}
 	}
 
-	// A foreign management token in our token key is not used either.
+	// A foreign management token in our token key is not used either. The
+	// SDK stores a token it fetched after handing it to its callers, so
+	// the keys read above may not hold it yet: wait for the token keys of
+	// both services.
 	if _, err := r.client.Users.Get(ctx, "u-1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range keys {
-		if strings.HasSuffix(k, ":token") {
-			rdb.Set(ctx, k, []byte(`{"access_token":"stolen","token_type":"Bearer","expiry":"2099-01-01T00:00:00Z","refresh_at":"2099-01-01T00:00:00Z"}`), time.Minute)
+	tokenKeys := rdb.Keys(ctx, DefaultPrefix+"*:token").Val()
+	for deadline := time.Now().Add(10 * time.Second); len(tokenKeys) < 2; tokenKeys = rdb.Keys(ctx, DefaultPrefix+"*:token").Val() {
+		if time.Now().After(deadline) {
+			t.Fatalf("token keys in Redis: %q; want one of each service", tokenKeys)
 		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, k := range tokenKeys {
+		rdb.Set(ctx, k, []byte(`{"access_token":"stolen","token_type":"Bearer","expiry":"2099-01-01T00:00:00Z","refresh_at":"2099-01-01T00:00:00Z"}`), time.Minute)
 	}
 	before := srv.Requests(managementtest.RouteToken)
 	fresh := newFleet(t, srv, rdb, 1).nodes[0]
