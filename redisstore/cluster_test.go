@@ -36,13 +36,19 @@ func startCluster(t testing.TB) *cluster {
 	cli := lookBinary(t, "redis-cli")
 	c := &cluster{}
 	for range 6 {
-		c.nodes = append(c.nodes, startRedis(t,
-			"--cluster-enabled", "yes",
-			"--cluster-port", strconv.Itoa(freePort(t)), // the default, port+10000, may be taken or out of range
-			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout/time.Millisecond)),
-			"--cluster-replica-validity-factor", "0", // a replica always stands for election, however long its master was gone
-			"--repl-diskless-sync-delay", "0", // replicas sync at once, not after the default 5 s
-		))
+		c.nodes = append(c.nodes, startRedisArgs(t, func(port int) []string {
+			bus := freePort(t) // the default, port+10000, may be taken or out of range
+			for bus == port {
+				bus = freePort(t)
+			}
+			return []string{
+				"--cluster-enabled", "yes",
+				"--cluster-port", strconv.Itoa(bus),
+				"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout / time.Millisecond)),
+				"--cluster-replica-validity-factor", "0", // a replica always stands for election, however long its master was gone
+				"--repl-diskless-sync-delay", "0", // replicas sync at once, not after the default 5 s
+			}
+		}))
 	}
 	args := append(c.Addrs(), "--cluster-replicas", "1", "--cluster-yes")
 	out, err := exec.Command(cli, append([]string{"--cluster", "create"}, args...)...).CombinedOutput()

@@ -638,10 +638,8 @@ func unsquat(ctx context.Context, rdb *redis.Client) {
 func restartRedis(t *testing.T, s *redisServer) {
 	_, port, _ := strings.Cut(s.Addr, "127.0.0.1:")
 	args := []string{"--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
-	s.cmd = exec.Command(s.cmd.Path, args...)
-	if err := s.cmd.Start(); err != nil {
+	s.start(t, exec.Command(s.cmd.Path, args...))
+	if err := s.waitReady(); err != nil {
 		t.Errorf("restarting redis-server: %v", err)
-		return
 	}
-	s.waitReady(t)
 }
