@@ -226,12 +226,14 @@ func TestForgedEntriesIgnored(t *testing.T) {
 	if _, err := r.client.Users.Get(ctx, "u-1"); err != nil {
 		t.Fatal(err)
 	}
+	deadline := time.Now().Add(10 * time.Second)
 	tokenKeys := rdb.Keys(ctx, DefaultPrefix+"*:token").Val()
-	for deadline := time.Now().Add(10 * time.Second); len(tokenKeys) < 2; tokenKeys = rdb.Keys(ctx, DefaultPrefix+"*:token").Val() {
+	for len(tokenKeys) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("token keys in Redis: %q; want one of each service", tokenKeys)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling the SDK's write in the background
+		tokenKeys = rdb.Keys(ctx, DefaultPrefix+"*:token").Val()
 	}
 	for _, k := range tokenKeys {
 		rdb.Set(ctx, k, []byte(`{"access_token":"stolen","token_type":"Bearer","expiry":"2099-01-01T00:00:00Z","refresh_at":"2099-01-01T00:00:00Z"}`), time.Minute)
