@@ -38,8 +38,9 @@ for round in $(seq "$count"); do
 	# left behind.
 	baseline_first=$((1 - round % 2))
 	echo "round $round of $count: -bench '$pattern' -benchtime $benchtime $* (baseline first: $baseline_first)" >&2
-	BENCH_BASELINE_FIRST=$baseline_first "$bindir/benchmark.test" -test.run '^$' -test.bench "$pattern" \
-		-test.benchtime "$benchtime" -test.benchmem "$@" | tee -a "$out"
+	# In the package's directory, as go test runs it: the benchmarks read testdata/.
+	(cd internal/benchmark && BENCH_BASELINE_FIRST=$baseline_first "$bindir/benchmark.test" -test.run '^$' -test.bench "$pattern" \
+		-test.benchtime "$benchtime" -test.benchmem "$@") | tee -a "$out"
 	sleep "${SETTLE:-3}" # let the kernel close the round's thousands of connections
 done
 echo "raw output saved in $out" >&2
