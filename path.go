@@ -58,25 +58,34 @@ func dotIdentifier(id string) bool {
 // that our Authorization header only ever travels where it belongs. The
 // link came from outside: its error names it as r redacts it.
 func (c *Client) checkPageLink(link string, r *redactor) error {
-	if problem := linkProblem(link); problem != "" {
+	problem := linkProblem(link)
+	if problem == "" {
+		problem = c.urlProblem(link)
+	}
+	if problem != "" {
 		return errorf("%w %s: %s", ErrInvalidPageLink, r.linkText(link), problem)
 	}
-	// Belt and braces: parse what would be requested and check it is the
-	// base URL's scheme and host, under its path, with the link unchanged.
+	return nil
+}
+
+// urlProblem says what is wrong with c.baseURL+link, a link linkProblem
+// accepted, once parsed, or "" when it is the base URL's scheme and host,
+// under its path, with the link unchanged: belt and braces.
+func (c *Client) urlProblem(link string) string {
 	base, basePath := c.base, c.basePath
 	u, err := url.Parse(c.baseURL + link)
 	linkPath, linkQuery, _ := strings.Cut(link, "?")
 	switch {
 	case err != nil:
-		return errorf("%w %s: not a valid URL path", ErrInvalidPageLink, r.linkText(link))
+		return "not a valid URL path"
 	case u.Scheme != base.Scheme || u.Host != base.Host || u.User != nil || u.Opaque != "":
-		return errorf("%w %s: leaves the base URL's host", ErrInvalidPageLink, r.linkText(link))
+		return "leaves the base URL's host"
 	case !underPath(u.Path, base.Path):
-		return errorf("%w %s: leaves the base URL's path", ErrInvalidPageLink, r.linkText(link))
+		return "leaves the base URL's path"
 	case u.EscapedPath() != basePath+linkPath || u.RawQuery != linkQuery:
-		return errorf("%w %s: would not be sent as given", ErrInvalidPageLink, r.linkText(link))
+		return "would not be sent as given"
 	}
-	return nil
+	return ""
 }
 
 // linkProblem says what is wrong with link, or "" when it is a path (plus
