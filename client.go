@@ -156,6 +156,8 @@ func (c *Client) LogValue() slog.Value {
 // The request path. Every call of the API reads top to bottom, in this file:
 //
 //	UsersService.Get (users.go)  checks the id (path.go), builds the request: newRequest
+//	  or Client.Do (do.go)       checks the method, path (path.go), body and out; builds the
+//	                             request of a path it does not know: linkRequest
 //	Client.do                    the operation: starts it, ends it (deferred), replays once after a 401
 //	Client.send                  the HTTP requests, with their retries: each gets the token
 //	                             (auth.go), waits its route's pause and its backoff (retry.go),
@@ -177,6 +179,10 @@ type request struct {
 	// (the token endpoint issues tokens; authenticate's answer is about an
 	// End User token): no error quotes their bodies.
 	secret bool
+	// once is set for a request that may not be safe to repeat (a POST or
+	// PATCH of Client.Do): it is not sent again once it may have reached
+	// the service (see reached). The typed methods' requests all are.
+	once bool
 	// credential is the End User's Authorization value that authenticate
 	// checks: redacted from the answer's texts like the SDK's own.
 	credential string
@@ -185,7 +191,9 @@ type request struct {
 	carried *Token
 
 	// For an Observer: the route template and its parameters' raw values
-	// (set with named), and what the attempts counted.
+	// (set with named), and what the attempts counted. A request of
+	// Client.Do has no route: the SDK cannot tell its path's names from
+	// its values.
 	route    string
 	values   [maxPathValues]string
 	attempts int
@@ -250,7 +258,7 @@ func (c *Client) do(ctx context.Context, req *request, out any) (status int, err
 			discard(resp.Body)
 			c.invalidator.Invalidate(used)
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "management: token refused, replaying with a new token",
-				slog.String("method", req.method), slog.String("path", req.path))
+				slog.String("method", req.method), pathAttr(req))
 			continue
 		}
 		if err := c.checkResponse(req, resp, used); err != nil {
@@ -350,6 +358,9 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 		case ctx.Err() != nil:
 			return final(ctx.Err())
 		case !retryable(ctx, resp, err):
+			return final(err)
+		case req.once && reached(resp, err):
+			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, the service may have acted on the request", req, n, status)
 			return final(err)
 		case n > c.maxRetries:
 			c.logAttempt(ctx, slog.LevelInfo, "management: giving up", req, n, status)
@@ -451,9 +462,19 @@ func (c *Client) logAttempt(ctx context.Context, level slog.Level, msg string, r
 	if !c.logger.Enabled(ctx, level) {
 		return
 	}
-	attrs := append([]slog.Attr{slog.String("method", req.method), slog.String("path", req.path),
+	attrs := append([]slog.Attr{slog.String("method", req.method), pathAttr(req),
 		slog.Int("status", status), slog.Int("attempt", n)}, extra...)
 	c.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// pathAttr names req in a log record: by its path, or for a request of
+// Client.Do, whose path may hold values the SDK cannot tell from names, by
+// the route its pause is kept under (see routeOf), which holds none.
+func pathAttr(req *request) slog.Attr {
+	if req.route == "" {
+		return slog.String("route", doRoute)
+	}
+	return slog.String("path", req.path)
 }
 
 // observeRetry reports a retry of req to c's Observer.
@@ -581,8 +602,8 @@ func decodeJSON(r io.Reader, out any) error {
 		_, err := io.Copy(io.Discard, r)
 		return err
 	}
-	if p, ok := out.(pageBody); ok { // a list's page (see pagination.go)
-		return p.decode(r)
+	if d, ok := out.(bodyDecoder); ok { // a list's page (pagination.go), Client.Do's out (do.go)
+		return d.decode(r)
 	}
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
@@ -604,6 +625,9 @@ func decodeJSON(r io.Reader, out any) error {
 	}
 	return nil
 }
+
+// bodyDecoder is an out that decodes a body its own way.
+type bodyDecoder interface{ decode(r io.Reader) error }
 
 // errEmptyBody is decodeJSON's error for a body with no JSON value.
 var errEmptyBody = errors.New("empty body")

@@ -1,6 +1,7 @@
 package management
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -16,7 +17,7 @@ import (
 //
 //	obs := &management.Observer{
 //		OperationStart: func(ctx context.Context, op management.Operation) context.Context {
-//			return startSpan(ctx, op.Method+" "+op.Route) // span named "GET /users/{user_id}"
+//			return startSpan(ctx, op.Name()) // span named "GET /users/{user_id}"
 //		},
 //		OperationDone: func(ctx context.Context, op management.Operation, r management.OperationResult) {
 //			endSpan(ctx, r.Status, r.Err)
@@ -139,14 +140,16 @@ type BreakerInfo struct {
 type Attempt struct {
 	// Method is the HTTP method, "GET".
 	Method string
-	// Route is the operation's path template, "/users/{user_id}".
+	// Route is the operation's path template, "/users/{user_id}"; "" for
+	// a Client.Do (see Operation.Route).
 	Route string
 	// ServerAddress and ServerPort are the host and port of Config.BaseURL,
 	// the port made explicit (443 for https).
 	ServerAddress string
 	ServerPort    int
 	// URL is the URL requested with each path parameter's value replaced by
-	// "REDACTED" and without the query, which can hold a page cursor.
+	// "REDACTED" and without the query, which can hold a page cursor. For
+	// a Client.Do, the whole path below the prefix is one "REDACTED".
 	URL string
 	// ResendCount is the number of requests the operation sent before this
 	// one: 0 for the first.
@@ -212,14 +215,24 @@ type Operation struct {
 	// Route is the path template below the prefix, as the spec writes it:
 	// "/users/{user_id}", "/users" for every page of a listing,
 	// "/auth/token" for the management token's fetch. It never holds an id.
+	// It is "" for a Client.Do: the SDK cannot tell the names of its path
+	// from values, so it shows none of it.
 	Route string
 	// PathValues maps the route's parameters to this operation's values
-	// ("user_id": "u-1"), unescaped; nil for a route without any.
+	// ("user_id": "u-1"), unescaped; nil for a route without any, and for
+	// a Client.Do.
 	PathValues map[string]string
 }
 
-// Name is Method and Route, "GET /users/{user_id}": a span name.
-func (op Operation) Name() string { return op.Method + " " + op.Route }
+// Name is Method and Route, "GET /users/{user_id}": a span name. Without a
+// Route (a Client.Do) it is the Method alone, "GET", as the HTTP semantic
+// conventions name a span whose route template is unknown.
+func (op Operation) Name() string {
+	if op.Route == "" {
+		return op.Method
+	}
+	return op.Method + " " + op.Route
+}
 
 // OperationResult is how an operation ended.
 type OperationResult struct {
@@ -358,7 +371,8 @@ func (c *Client) attempt(req *request, resent int, why ResendReason) Attempt {
 	return Attempt{
 		Method: req.method, Route: req.route,
 		ServerAddress: c.base.Hostname(), ServerPort: c.port,
-		URL:         c.baseURL + c.prefix + redactedRoute(req.route),
+		// A Client.Do's path may be values alone: it is redacted whole.
+		URL:         c.baseURL + c.prefix + redactedRoute(cmp.Or(req.route, "/{path}")),
 		ResendCount: resent, Resend: why,
 		Header: make(http.Header),
 	}

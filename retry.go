@@ -1,7 +1,6 @@
 package management
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,6 +8,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,7 +22,9 @@ import (
 // The retry policy. Every operation of this API is safe to repeat (reads,
 // PATCH merges, associate answers 200 when the association exists), so
 // connection failures, 429, 500, 502, 503 and 504 are retried; no other
-// status is. Waits honour Retry-After on 429 and 503 (between RetryWaitMin
+// status is. A POST or PATCH of Client.Do, to an endpoint the SDK does not
+// know, is the exception: it is retried only when it cannot have reached
+// the service (see reached). Waits honour Retry-After on 429 and 503 (between RetryWaitMin
 // and RetryWaitMax) and are otherwise exponential with full jitter between
 // RetryWaitMin and RetryWaitMax. A wait that would pass the context's
 // deadline is not taken: the last answer is returned at once.
@@ -47,6 +49,26 @@ func retryable(ctx context.Context, resp *http.Response, err error) bool {
 		return true
 	}
 	return false
+}
+
+// reached reports whether the request of an attempt that ended with resp
+// or err may have reached the service, which may then have acted on it:
+// any answer but 429 (the service did nothing; a 401 is replayed before
+// this is asked), and any failure but one that made no connection at all.
+func reached(resp *http.Response, err error) bool {
+	if err != nil {
+		return !unconnected(err)
+	}
+	return resp.StatusCode != http.StatusTooManyRequests
+}
+
+// unconnected reports whether err says that no connection was made: the
+// name did not resolve, the connection was refused, or the proxy could
+// not be reached. Nothing was written, so nothing reached the service.
+func unconnected(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect")
 }
 
 // refusedToSend reports whether net/http refused to send the request at
@@ -116,7 +138,8 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // each bounded by its own context, then go out spread over the second after
 // the pause (see spreadOffset) rather than all at once. A route is a method
 // and a path template, so one proxy's 503 on one route does not hold the
-// others; the token endpoint is a route of its own.
+// others; the token endpoint is a route of its own, and the requests of
+// Client.Do are one route for each method (see routeOf).
 type routePauses struct {
 	paused atomic.Bool // any pause was ever set: calls skip the lock until then
 	mu     sync.Mutex
@@ -151,10 +174,20 @@ func spreadOffset(k uint64) time.Duration {
 // routeKey names a route: a method and a path template.
 type routeKey struct{ method, route string }
 
-// routeOf is req's route; the path stands in for a request without a template.
+// routeOf is req's route. A request of Client.Do has no template, and its
+// path may hold values, which neither the pauses' map nor a log may keep
+// (and which would grow the map without bound): the requests of Do share
+// one route for each method, doRoute.
 func routeOf(req *request) routeKey {
-	return routeKey{req.method, cmp.Or(req.route, req.path)}
+	if req.route == "" {
+		return routeKey{req.method, doRoute}
+	}
+	return routeKey{req.method, req.route}
 }
+
+// doRoute is the route of the requests of Client.Do: "GET Client.Do" is
+// every Do GET, whatever its path.
+const doRoute = "Client.Do"
 
 // turn returns how long an attempt on route must wait: at least floor, and
 // while the route is paused until the attempt's turn after the pause. When
