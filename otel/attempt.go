@@ -28,12 +28,10 @@ type attemptKey struct{}
 // resend as a retry, and writes the span's trace context into the
 // request's headers.
 func (o *observer) attemptStart(ctx context.Context, op management.Operation, a management.Attempt) context.Context {
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := requestAttrs(make([]attribute.KeyValue, 0, 7), a.Method, a.Route)
 	attrs = append(attrs,
-		semconv.HTTPRequestMethodKey.String(a.Method),
 		semconv.ServerAddress(a.ServerAddress),
 		semconv.ServerPort(a.ServerPort),
-		semconv.URLTemplate(a.Route),
 		semconv.URLFull(o.fullURL(op, a)))
 	if a.ResendCount > 0 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.ResendCount))
@@ -46,14 +44,15 @@ func (o *observer) attemptStart(ctx context.Context, op management.Operation, a 
 		tracer = o.tracer(ctx)
 	}
 	if a.ResendCount > 0 {
-		cause := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(a.Method), semconv.URLTemplate(a.Route),
-			attribute.String("management.resend.reason", a.Resend.String())}
+		cause := append(requestAttrs(make([]attribute.KeyValue, 0, 4), a.Method, a.Route),
+			attribute.String("management.resend.reason", a.Resend.String()))
 		if state != nil && state.cause.Valid() {
 			cause = append(cause, state.cause)
 		}
 		o.retries.Add(ctx, 1, metric.WithAttributes(cause...))
 	}
-	ctx, span := tracer.Start(ctx, a.Method+" "+a.Route, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	name := management.Operation{Method: a.Method, Route: a.Route}.Name()
+	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	o.propagator().Inject(ctx, propagation.HeaderCarrier(a.Header))
 	return context.WithValue(ctx, attemptKey{}, &attempt{span: span, start: time.Now()})
 }
@@ -67,12 +66,10 @@ func (o *observer) attemptDone(ctx context.Context, op management.Operation, a m
 		return
 	}
 	elapsed := time.Since(at.start).Seconds()
-	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs := requestAttrs(make([]attribute.KeyValue, 0, 8), a.Method, a.Route)
 	attrs = append(attrs,
-		semconv.HTTPRequestMethodKey.String(a.Method),
 		semconv.ServerAddress(a.ServerAddress),
-		semconv.ServerPort(a.ServerPort),
-		semconv.URLTemplate(a.Route))
+		semconv.ServerPort(a.ServerPort))
 	common := len(attrs) // the span has these already
 	var cause attribute.KeyValue
 	if r.Status != 0 {

@@ -20,6 +20,19 @@ import (
 // tokenRoute is the route of the management token's fetch.
 const tokenRoute = "/auth/token"
 
+// requestAttrs appends to attrs what names a request in every span and
+// measurement: its method and its route template. A Client.Do has no
+// template (its Route is ""): url.template is left out rather than made
+// of a path that may hold values, as the HTTP semantic conventions' rule
+// of low cardinality asks, and its spans are named by the method alone.
+func requestAttrs(attrs []attribute.KeyValue, method, route string) []attribute.KeyValue {
+	attrs = append(attrs, semconv.HTTPRequestMethodKey.String(method))
+	if route != "" {
+		attrs = append(attrs, semconv.URLTemplate(route))
+	}
+	return attrs
+}
+
 // operation is what an operation's context carries for its attempts and
 // its end. Its attempts run one after the other, so its fields need no
 // lock: each hook of an operation happens after the previous one.
@@ -42,8 +55,7 @@ func operationFrom(ctx context.Context) *operation {
 }
 
 func (o *observer) operationStart(ctx context.Context, op management.Operation) context.Context {
-	attrs := make([]attribute.KeyValue, 0, 2+len(op.PathValues))
-	attrs = append(attrs, semconv.HTTPRequestMethodKey.String(op.Method), semconv.URLTemplate(op.Route))
+	attrs := requestAttrs(make([]attribute.KeyValue, 0, 2+len(op.PathValues)), op.Method, op.Route)
 	if o.pathValues {
 		for name, v := range op.PathValues {
 			attrs = append(attrs, attribute.String("management."+name, v))
@@ -56,7 +68,8 @@ func (o *observer) operationStart(ctx context.Context, op management.Operation) 
 
 func (o *observer) operationDone(ctx context.Context, op management.Operation, r management.OperationResult) {
 	state := operationFrom(ctx)
-	attrs := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(op.Method), semconv.URLTemplate(op.Route)}
+	attrs := requestAttrs(make([]attribute.KeyValue, 0, 4), op.Method, op.Route)
+	common := len(attrs) // the span has these already
 	if r.Status != 0 {
 		attrs = append(attrs, semconv.HTTPResponseStatusCode(r.Status))
 	}
@@ -67,13 +80,13 @@ func (o *observer) operationDone(ctx context.Context, op management.Operation, r
 		o.operationDuration.Record(ctx, time.Since(state.start).Seconds(), metric.WithAttributes(attrs...))
 	}
 	if op.Route == tokenRoute {
-		o.refresh.Add(ctx, 1, metric.WithAttributes(attrs[2:]...))
+		o.refresh.Add(ctx, 1, metric.WithAttributes(attrs[common:]...))
 	}
 	if state == nil {
 		return
 	}
 	span := state.span
-	span.SetAttributes(attrs[2:]...)
+	span.SetAttributes(attrs[common:]...)
 	span.SetAttributes(attribute.Int("management.attempts", r.Attempts),
 		attribute.Float64("management.retry_wait", r.RetryWait.Seconds()))
 	if r.Err != nil {
