@@ -115,6 +115,7 @@ var snippetImports = map[string]string{
 	"semconv":        "go.opentelemetry.io/otel/semconv/v1.43.0",
 	"stdouttrace":    "go.opentelemetry.io/otel/exporters/stdout/stdouttrace",
 	"net":            "net",
+	"url":            "net/url",
 	"grpcauth":       "github.com/serviceconnect/management/grpcauth",
 	"grpc":           "google.golang.org/grpc",
 	"health":         "google.golang.org/grpc/health",
