@@ -181,7 +181,8 @@ type request struct {
 	secret bool
 	// once is set for a request that may not be safe to repeat (a POST or
 	// PATCH of Client.Do): it is not sent again once it may have reached
-	// the service (see reached). The typed methods' requests all are.
+	// the service (see reached). The typed methods' requests are all safe
+	// to repeat: they never set it.
 	once bool
 	// credential is the End User's Authorization value that authenticate
 	// checks: redacted from the answer's texts like the SDK's own.

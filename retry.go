@@ -24,9 +24,9 @@ import (
 // connection failures, 429, 500, 502, 503 and 504 are retried; no other
 // status is. A POST or PATCH of Client.Do, to an endpoint the SDK does not
 // know, is the exception: it is retried only when it cannot have reached
-// the service (see reached). Waits honour Retry-After on 429 and 503 (between RetryWaitMin
-// and RetryWaitMax) and are otherwise exponential with full jitter between
-// RetryWaitMin and RetryWaitMax. A wait that would pass the context's
+// the service (see reached). Waits honour Retry-After on 429 and 503
+// (between RetryWaitMin and RetryWaitMax) and are otherwise exponential
+// with full jitter between RetryWaitMin and RetryWaitMax. A wait that would pass the context's
 // deadline is not taken: the last answer is returned at once.
 //
 // This file holds the policy and the waits; Client.send (client.go) is the
