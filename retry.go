@@ -26,8 +26,9 @@ import (
 // know, is the exception: it is retried only when it cannot have reached
 // the service (see reached). Waits honour Retry-After on 429 and 503
 // (between RetryWaitMin and RetryWaitMax) and are otherwise exponential
-// with full jitter between RetryWaitMin and RetryWaitMax. A wait that would pass the context's
-// deadline is not taken: the last answer is returned at once.
+// with full jitter between RetryWaitMin and RetryWaitMax. A wait that
+// would pass the context's deadline is not taken: the last answer is
+// returned at once.
 //
 // This file holds the policy and the waits; Client.send (client.go) is the
 // loop that applies them. A 429 or 503 with Retry-After also pauses its
