@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -683,4 +684,36 @@ func FuzzDoPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An out of a type JSON cannot fill is a *DecodeError, never a panic.
+func TestDoOutOfAnyType(t *testing.T) {
+	c, mt := setup(t)
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/events/e-1", rawResponder(http.StatusOK, "application/json", `{"id":"e-1","n":[1,2]}`))
+	var (
+		fn   func()
+		ch   chan int
+		cx   complex128
+		st   fmt.Stringer
+		num  int
+		pp   **struct{ ID string }
+		arr  [1]string
+		anyv any
+	)
+	for _, out := range []any{&fn, &ch, &cx, &st, &num, &arr} {
+		err := c.Do(t.Context(), http.MethodGet, "/events/e-1", nil, out)
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Path != "/events/e-1" {
+			t.Errorf("into %T: %v; want a *DecodeError", out, err)
+		}
+	}
+	pp = new(*struct{ ID string })
+	for _, out := range []any{pp, &anyv} {
+		if err := c.Do(t.Context(), http.MethodGet, "/events/e-1", nil, out); err != nil {
+			t.Errorf("into %T: %v", out, err)
+		}
+	}
+	if (*pp).ID != "e-1" || anyv.(map[string]any)["n"].([]any)[1] != float64(2) {
+		t.Errorf("decoded %+v and %v", **pp, anyv)
+	}
 }
