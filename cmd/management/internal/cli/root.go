@@ -57,7 +57,8 @@ Configuration comes from the environment, as for the Go SDK:
   ` + management.EnvPathPrefix + `, ` + management.EnvUnsetMarker + `, ... (see the SDK)
 
 --base-url and --client-id override the variables of the same name.
---fake runs every command against a built-in fake service, offline.
+--fake runs every command against a built-in fake service, offline;
+fake serve serves that fake over HTTP, for the tests of apps in any language.
 
 Output is a table on a terminal and JSON lines otherwise; choose with
 --output table|json|jsonl|csv, and filter JSON with --jq EXPR. Tables show
@@ -108,6 +109,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		),
 		group(&cobra.Command{Use: "token <command>", Short: "Check End User access tokens"},
 			NewCmdTokenCheck(f, nil),
+		),
+		group(&cobra.Command{Use: "fake <command>", Short: "Run the fake service for tests in any language"},
+			NewCmdFakeServe(f, nil),
 		),
 		NewCmdVersion(f, nil),
 	)
