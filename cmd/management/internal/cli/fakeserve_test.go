@@ -143,7 +143,7 @@ func TestStopEndsRequestsUnderWay(t *testing.T) {
 	if _, err := client.Users.Get(t.Context(), "u-ada"); err != nil { // the token, first
 		t.Fatal(err)
 	}
-	s.srv.DelayNext(managementtest.RouteGetUser, 1, 300*time.Millisecond)
+	s.srv.DelayNext(managementtest.RouteGetUser, 1, 100*time.Millisecond)
 	s.srv.DelayNext(managementtest.RouteListThings, 1, time.Minute)
 	got, listed := make(chan error, 1), make(chan error, 1)
 	go func() { _, err := client.Users.Get(t.Context(), "u-ada"); got <- err }()
@@ -162,9 +162,9 @@ func TestStopEndsRequestsUnderWay(t *testing.T) {
 
 	var errOut bytes.Buffer
 	start := time.Now()
-	stop(hs, time.Second, &errOut)
-	if d := time.Since(start); d < time.Second || d > 3*time.Second {
-		t.Errorf("the stop took %v with a grace of 1s", d)
+	stop(hs, 300*time.Millisecond, &errOut)
+	if d := time.Since(start); d < 300*time.Millisecond || d > 3*time.Second {
+		t.Errorf("the stop took %v with a grace of 300ms", d)
 	}
 	if err := <-got; err != nil {
 		t.Errorf("the request that ends within the grace: %v", err)
@@ -172,7 +172,7 @@ func TestStopEndsRequestsUnderWay(t *testing.T) {
 	if err := <-listed; err == nil {
 		t.Error("the request delayed by a minute succeeded; want it cut off")
 	}
-	if want := "management: the fake stopped; the requests still under way after 1s were cut off\n"; errOut.String() != want {
+	if want := "management: the fake stopped; the requests still under way after 300ms were cut off\n"; errOut.String() != want {
 		t.Errorf("stderr %q, want %q", errOut.String(), want)
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
