@@ -60,7 +60,7 @@ standard error), for a script to read or source:
 
 Data: the five Users and three Things of --fake; --users N and --things N
 generate N instead (u-1..., thing-1..., every field filled, created a
-millisecond apart); --seed-users and --seed-things read the JSON lines of
+millisecond apart; at most 100000 each); --seed-users and --seed-things read the JSON lines of
 users export and things export. A seed file's bad line is refused with its
 number, and nothing is served.
 

@@ -48,7 +48,7 @@ func TestFakeServeUsage(t *testing.T) {
 		{[]string{"fake", "serve", "--things", "0", "--seed-things", seed}, "--seed-things and --things both choose the things"},
 		{[]string{"fake", "serve", "--users", "-1"}, "--users -1: give a count of 0 or more"},
 		{[]string{"fake", "serve", "--things=-3"}, "--things -3: give a count of 0 or more"},
-		{[]string{"fake", "serve", "--things", "1000001"}, "--things 1000001: at most 1000000"},
+		{[]string{"fake", "serve", "--things", "100001"}, "--things 100001: at most 100000"},
 		{[]string{"fake", "serve", "--page-size", "0"}, "--page-size 0: it must be at least 1"},
 		{[]string{"fake", "serve", "--listen", "8080"}, `--listen "8080": want host:port with a port number`},
 		{[]string{"fake", "serve", "--listen", "127.0.0.1:http"}, `--listen "127.0.0.1:http"`},
