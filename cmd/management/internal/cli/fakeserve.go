@@ -60,15 +60,16 @@ standard error), for a script to read or source:
 
 Data: the five Users and three Things of --fake; --users N and --things N
 generate N instead (u-1..., thing-1..., every field filled, created a
-millisecond apart; at most 100000 each); --seed-users and --seed-things read the JSON lines of
-users export and things export. A seed file's bad line is refused with its
-number, and nothing is served.
+millisecond apart; at most 100000 each); --seed-users and --seed-things read
+the JSON lines of users export and things export. A seed file's bad line is
+refused with its number, and nothing is served.
 
 It listens on loopback, over plain HTTP (the SDK allows http there; elsewhere
 set MANAGEMENT_ALLOW_INSECURE_HTTP=true). Another --listen address is allowed
 with a warning; for 0.0.0.0 or [::] the printed URL names 127.0.0.1. It serves
 until Ctrl-C or SIGTERM, lets the requests under way end (at most 5s), and
-exits 0: stopping is how a server ends.
+exits 0: stopping is how a server ends. --debug logs each API request on
+standard error.
 
 Control endpoints, with the printed client's Basic credentials (401
 without), JSON in and out, bodies up to 1 MiB:
@@ -84,22 +85,25 @@ without), JSON in and out, bodies up to 1 MiB:
   GET    /_fake/requests                200 [{"method","route","path","status","time"}]
   POST   /_fake/reset                   204: the starting data again, no token, fault or log
 
-A fault's route is one of: ` + routeList + `.
-count defaults to 1; status is 200 to 599; retry_after and delay are Go
-durations. A mistake is answered 400 with what is wrong; an unknown User 404.
+A fault's count defaults to 1; its status is 200 to 599; retry_after and
+delay are Go durations; its route is one of:
+
+` + routeList + `
+
+A mistake is answered 400 with what is wrong; an unknown User 404.
 GET /_fake/requests lists the API's requests, oldest first, without
 credentials; control requests are not in it.
 
 Exit status: 0 once stopped, 1 when the address cannot be listened on (in
 use), 2 for a usage error or a bad seed file.`
 
-// routeList is the routes a fault may name, for the help.
+// routeList is the routes a fault may name, one a line, for the help.
 var routeList = func() string {
 	names := make([]string, len(apiRoutes))
 	for i, r := range apiRoutes {
-		names[i] = string(r)
+		names[i] = "  " + string(r)
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, "\n")
 }()
 
 // NewCmdFakeServe returns fake serve. runF, when not nil, is called with
@@ -142,10 +146,10 @@ func NewCmdFakeServe(f *Factory, runF func(*FakeServeOptions) error) *cobra.Comm
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Listen, "listen", defaultListen, "the `ADDR`ess to listen on, host:port; port 0 picks a free port")
+	fl.StringVar(&opts.Listen, "listen", defaultListen, "`ADDR`, host:port, to listen on; port 0 picks a free port")
 	fl.IntVar(&opts.Users, "users", 0, "generate `N` Users, u-1 to u-N, instead of the five of --fake")
 	fl.IntVar(&opts.Things, "things", 0, "generate `N` Things, thing-1 to thing-N, instead of the three of --fake")
-	fl.IntVar(&opts.PageSize, "page-size", managementtest.DefaultPageSize, "the `N`umber of items per page of a list")
+	fl.IntVar(&opts.PageSize, "page-size", managementtest.DefaultPageSize, "`N` items per page of a list")
 	fl.StringVar(&opts.SeedUsers, "seed-users", "", "serve the Users of `FILE`: JSON lines as users export writes them")
 	fl.StringVar(&opts.SeedThings, "seed-things", "", "serve the Things of `FILE`: JSON lines as things export writes them")
 	return cmd

@@ -79,7 +79,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
   management users get u-123 -o json
   management users export --out users.jsonl --checkpoint users.ckpt
   management things update thermo-42 --name "Hall thermostat" --unset eco
-  MANAGEMENT_END_USER_TOKEN="Bearer ..." management token check`,
+  MANAGEMENT_END_USER_TOKEN="Bearer ..." management token check
+  management fake serve --listen 127.0.0.1:0`,
 	})
 	// --version prints what the version command prints, as gh's does.
 	root.Version = versionText(debug.ReadBuildInfo())
