@@ -203,8 +203,7 @@ func fakeServeRun(ctx context.Context, opts *FakeServeOptions) error {
 		return errtext.Errorf("writing the fake's address and credentials: %w", err)
 	}
 	if !loopback {
-		fmt.Fprintf(opts.IO.ErrOut, "management: warning: the fake listens on %s, beyond this machine's loopback: whoever reaches it with the printed credentials can use it, over plain HTTP. It guards nothing real; clients on other machines need %s=true.\n",
-			ln.Addr(), management.EnvAllowInsecureHTTP)
+		fmt.Fprintln(opts.IO.ErrOut, exposedWarning(ln.Addr()))
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "management: the fake serves %d Users and %d Things (pages of %d) at %s, control endpoints under %s; Ctrl-C or SIGTERM stops it\n",
 		len(data.users), len(data.things), opts.PageSize, baseURL, controlPrefix)
@@ -266,6 +265,13 @@ func listen(addr string) (net.Listener, error) {
 		return nil, errtext.Errorf("cannot listen on %s: %w", addr, err)
 	}
 	return ln, nil
+}
+
+// exposedWarning is what fake serve says when it listens on addr, beyond
+// loopback.
+func exposedWarning(addr net.Addr) string {
+	return fmt.Sprintf("management: warning: the fake listens on %s, beyond this machine's loopback: whoever reaches it with the printed credentials can use it, over plain HTTP. It guards nothing real; clients on other machines need %s=true.",
+		addr, management.EnvAllowInsecureHTTP)
 }
 
 // advertised returns the base URL to print for the listener's address,

@@ -82,7 +82,9 @@ func TestFakeServeAddressInUse(t *testing.T) {
 }
 
 // TestAdvertised: the printed URL names the address listened on, and
-// 127.0.0.1 for an unspecified one; only loopback goes without warning.
+// 127.0.0.1 for an unspecified one; only loopback goes without warning,
+// which says what the fake exposes. (Tests listen on loopback only: the
+// warning's text is checked here, where it is made.)
 func TestAdvertised(t *testing.T) {
 	for _, c := range []struct {
 		ip       net.IP
@@ -102,6 +104,10 @@ func TestAdvertised(t *testing.T) {
 		if url != c.url || loopback != c.loopback {
 			t.Errorf("%v: %s, loopback %t; want %s, %t", c.ip, url, loopback, c.url, c.loopback)
 		}
+	}
+	want := "management: warning: the fake listens on 0.0.0.0:8080, beyond this machine's loopback: whoever reaches it with the printed credentials can use it, over plain HTTP. It guards nothing real; clients on other machines need MANAGEMENT_ALLOW_INSECURE_HTTP=true."
+	if got := exposedWarning(&net.TCPAddr{IP: net.IPv4zero, Port: 8080}); got != want {
+		t.Errorf("the warning for 0.0.0.0:8080:\n%s\nwant\n%s", got, want)
 	}
 }
 
