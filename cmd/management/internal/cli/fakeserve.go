@@ -98,13 +98,7 @@ Exit status: 0 once stopped, 1 when the address cannot be listened on (in
 use), 2 for a usage error or a bad seed file.`
 
 // routeList is the routes a fault may name, one a line, for the help.
-var routeList = func() string {
-	names := make([]string, len(apiRoutes))
-	for i, r := range apiRoutes {
-		names[i] = "  " + string(r)
-	}
-	return strings.Join(names, "\n")
-}()
+var routeList = strings.Join(routeNames("  "), "\n")
 
 // NewCmdFakeServe returns fake serve. runF, when not nil, is called with
 // the options in place of fakeServeRun.

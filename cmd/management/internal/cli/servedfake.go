@@ -243,6 +243,15 @@ var apiRoutes = []managementtest.Route{
 	managementtest.RouteAuthenticate,
 }
 
+// routeNames returns the routes a fault may name, each after indent.
+func routeNames(indent string) []string {
+	names := make([]string, len(apiRoutes))
+	for i, r := range apiRoutes {
+		names[i] = indent + string(r)
+	}
+	return names
+}
+
 // addFault answers POST /_fake/faults: FailNext with a status (an
 // answer of 200 to 399 is injected with FailNextWith, in the route's
 // error shape), DelayNext with a delay, both with both (a slow failure).
@@ -253,11 +262,7 @@ func (s *servedFake) addFault(body []byte) (int, any) {
 	}
 	route := managementtest.Route(req.Route)
 	if !slices.Contains(apiRoutes, route) {
-		names := make([]string, len(apiRoutes))
-		for i, r := range apiRoutes {
-			names[i] = string(r)
-		}
-		return refused(http.StatusBadRequest, "unknown route %q; the routes are %s", req.Route, strings.Join(names, ", "))
+		return refused(http.StatusBadRequest, "unknown route %q; the routes are %s", req.Route, strings.Join(routeNames(""), ", "))
 	}
 	count := 1
 	if req.Count != nil {
@@ -297,9 +302,11 @@ func (s *servedFake) addFault(body []byte) (int, any) {
 	return http.StatusNoContent, nil
 }
 
-// failNext is FailNext for an error status, and for another status the
-// same answer as FailNext would give one: the error shape of every route
-// but the token endpoint's, and the Retry-After.
+// failNext is FailNext for an error status (400 to 599), and for another
+// the answer FailNext would give one: the route's error shape (the token
+// endpoint's {error, error_description}, the others' {reason,
+// error_message}; no body for 204 and 304), and the Retry-After rounded up
+// to whole seconds.
 func (s *servedFake) failNext(route managementtest.Route, n, status int, retryAfter time.Duration) {
 	if status >= 400 {
 		s.srv.FailNext(route, n, status, retryAfter)
@@ -310,7 +317,11 @@ func (s *servedFake) failNext(route managementtest.Route, n, status int, retryAf
 		h.Set("Retry-After", fmt.Sprint(int64((retryAfter+time.Second-1)/time.Second)))
 	}
 	resp := managementtest.Response{Status: status, Header: h}
-	if status != http.StatusNoContent && status != http.StatusNotModified {
+	switch {
+	case status == http.StatusNoContent || status == http.StatusNotModified:
+	case route == managementtest.RouteToken:
+		resp.Body = `{"error":"temporarily_unavailable","error_description":"managementtest: injected answer"}`
+	default:
 		resp.Body = `{"reason":"MANAGEMENTTEST.INJECTED_FAULT","error_message":"managementtest: injected answer"}`
 	}
 	s.srv.FailNextWith(route, n, resp)

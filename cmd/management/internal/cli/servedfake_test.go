@@ -308,3 +308,31 @@ func TestRouteOf(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultOfAnyStatus: a status below 400 is answered as FailNext
+// answers an error: the route's error shape, no body for 204, the
+// Retry-After in whole seconds.
+func TestFaultOfAnyStatus(t *testing.T) {
+	s, _ := newServed(t, nil)
+	p := managementtest.DefaultPathPrefix
+	for _, c := range []struct {
+		fault, method, path string
+		status              int
+		body, retryAfter    string
+	}{
+		{`{"route":"POST /auth/token","status":200,"retry_after":"1500ms"}`, "POST", p + "/auth/token", 200,
+			`{"error":"temporarily_unavailable","error_description":"managementtest: injected answer"}`, "2"},
+		{`{"route":"GET /users","status":302}`, "GET", p + "/users", 302,
+			`{"reason":"MANAGEMENTTEST.INJECTED_FAULT","error_message":"managementtest: injected answer"}`, ""},
+		{`{"route":"GET /things","status":204,"retry_after":"1s"}`, "GET", p + "/things", 204, "", "1"},
+	} {
+		if status, body := controlCall(t, s, "POST", "/_fake/faults", c.fault); status != 204 {
+			t.Fatalf("%s: %d %s", c.fault, status, body)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(c.method, c.path, strings.NewReader(`{"grant_type":"client_credentials"}`)))
+		if w.Code != c.status || w.Body.String() != c.body || w.Header().Get("Retry-After") != c.retryAfter {
+			t.Errorf("%s: answered %d %q, Retry-After %q; want %d %q, %q", c.fault, w.Code, w.Body, w.Header().Get("Retry-After"), c.status, c.body, c.retryAfter)
+		}
+	}
+}
