@@ -98,7 +98,7 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 	help := runTool(t, bin, env, "", "--help").stdout
-	for _, want := range []string{"0 success", "1 failure", "2 usage", "4 credentials refused", "130 interrupted"} {
+	for _, want := range []string{"0 success", "1 failure", "2 usage", "4 credentials refused", "130 interrupted", "fake serve exits 0"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help does not list %q:\n%s", want, help)
 		}

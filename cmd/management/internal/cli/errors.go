@@ -20,7 +20,8 @@ const (
 	ExitAuth = 4
 	// ExitInterrupt: Ctrl-C or SIGTERM stopped the command, which said
 	// how to resume; 128+SIGINT, as a shell reports a process the signal
-	// killed.
+	// killed. Not fake serve's: a server that stops when told has
+	// succeeded, and returns nil.
 	ExitInterrupt = 130
 )
 
@@ -28,7 +29,8 @@ const (
 // README has them as a table).
 const exitCodesHelp = `Exit status: 0 success, 1 failure, 2 usage (a wrong flag, argument or
 configuration), 4 credentials refused by the service, 130 interrupted
-(Ctrl-C; the message says how to resume).`
+(Ctrl-C; the message says how to resume). fake serve exits 0 when Ctrl-C or
+SIGTERM stops it: stopping is how a server ends.`
 
 // usageError is a mistake in the command line or the configuration: it
 // exits with ExitUsage.

@@ -57,7 +57,8 @@ Configuration comes from the environment, as for the Go SDK:
   ` + management.EnvPathPrefix + `, ` + management.EnvUnsetMarker + `, ... (see the SDK)
 
 --base-url and --client-id override the variables of the same name.
---fake runs every command against a built-in fake service, offline.
+--fake runs every command against a built-in fake service, offline;
+fake serve serves that fake over HTTP, for the tests of apps in any language.
 
 Output is a table on a terminal and JSON lines otherwise; choose with
 --output table|json|jsonl|csv, and filter JSON with --jq EXPR. Tables show
@@ -78,7 +79,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
   management users get u-123 -o json
   management users export --out users.jsonl --checkpoint users.ckpt
   management things update thermo-42 --name "Hall thermostat" --unset eco
-  MANAGEMENT_END_USER_TOKEN="Bearer ..." management token check`,
+  MANAGEMENT_END_USER_TOKEN="Bearer ..." management token check
+  management fake serve --listen 127.0.0.1:0`,
 	})
 	// --version prints what the version command prints, as gh's does.
 	root.Version = versionText(debug.ReadBuildInfo())
@@ -108,6 +110,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		),
 		group(&cobra.Command{Use: "token <command>", Short: "Check End User access tokens"},
 			NewCmdTokenCheck(f, nil),
+		),
+		group(&cobra.Command{Use: "fake <command>", Short: "Run the fake service for tests in any language"},
+			NewCmdFakeServe(f, nil),
 		),
 		NewCmdVersion(f, nil),
 	)
