@@ -209,7 +209,7 @@ func TestMessagesForOperators(t *testing.T) {
 		want string // the whole of standard error
 	}{
 		{"http to a remote host", setEnv(env, management.EnvBaseURL+"=http://management.example.com"), 2,
-			"management: invalid argument: MANAGEMENT_BASE_URL (or --base-url) uses http:// to a host that is not loopback; use https or set MANAGEMENT_ALLOW_INSECURE_HTTP=true" + help},
+			"management: invalid argument: MANAGEMENT_BASE_URL uses http:// to a host that is not loopback; use https or set MANAGEMENT_ALLOW_INSECURE_HTTP=true" + help},
 		{"retry waits", setEnv(env, management.EnvRetryWaitMin+"=10s", management.EnvRetryWaitMax+"=1s"), 2,
 			"management: invalid argument: MANAGEMENT_RETRY_WAIT_MIN (10s) is longer than MANAGEMENT_RETRY_WAIT_MAX (1s)" + help},
 		{"prefix without a slash", setEnv(env, management.EnvPathPrefix+"=api"), 2,

@@ -125,18 +125,19 @@ func interruptedMessage(err error) string {
 }
 
 // operatorMessage is err's text as the tool prints it: the Config fields
-// of the SDK's texts named as environment variables and flags, and any
+// of the SDK's texts named as environment variables and flags (as the
+// flags that set them, by field, when the command line gave them), and any
 // control character escaped, which can only come from what the text
 // quotes (the service's texts, the user's data): the tool's own words are
 // printable. A message in the tool's words alone (said), lines and all, is
 // printed as written.
-func operatorMessage(err error) string {
+func operatorMessage(err error, flags map[string]string) string {
 	msg := errtext.Message(err)
 	var own said
 	if errors.As(err, &own) && msg == errtext.Message(own) {
 		return msg // nothing was added around it
 	}
-	return escapeControls(forOperators(msg))
+	return escapeControls(forOperators(msg, flags))
 }
 
 // said is a message in the tool's own words, with nothing from the service

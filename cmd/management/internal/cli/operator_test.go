@@ -36,7 +36,7 @@ func TestForOperators(t *testing.T) {
 		if err == nil {
 			t.Fatalf("NewClient(%+v) accepted it", c.cfg)
 		}
-		got := forOperators(err.Error())
+		got := forOperators(err.Error(), nil)
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%q\n  became %q\n  want it to hold %q", err, got, w)
@@ -47,9 +47,38 @@ func TestForOperators(t *testing.T) {
 		}
 	}
 	for _, sdk := range []error{management.ErrMisconfigured, &management.TokenError{StatusCode: 404}} {
-		got := forOperators(sdk.Error())
+		got := forOperators(sdk.Error(), nil)
 		if !strings.Contains(got, "check MANAGEMENT_BASE_URL (or --base-url) and MANAGEMENT_PATH_PREFIX") {
 			t.Errorf("%q became %q", sdk, got)
 		}
+	}
+}
+
+// TestConfigNamedWhereSet: a configuration the SDK refuses is named where
+// the operator set it: a value from the environment as its variable, one
+// given as a flag as the flag, the 404 hint too.
+func TestConfigNamedWhereSet(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(management.EnvClientID, "acme-ops")
+	t.Setenv(management.EnvClientSecret, "s3cret-value")
+	const insecure = "uses http:// to a host that is not loopback; use https or set MANAGEMENT_ALLOW_INSECURE_HTTP=true\n"
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"http://management.example.com", nil, "management: invalid argument: MANAGEMENT_BASE_URL " + insecure},
+		{"https://management.example.com", []string{"--base-url", "http://management.example.com"}, "management: invalid argument: --base-url " + insecure},
+		{"", []string{"--base-url", "http://management.example.com"}, "management: invalid argument: --base-url " + insecure},
+		{"https://management.example.com", []string{"--client-id", "acme:ops"}, "management: invalid argument: --client-id contains ':', which HTTP Basic credentials cannot carry\n"},
+	} {
+		t.Setenv(management.EnvBaseURL, c.env)
+		r := runCLI(t, append(c.args, "users", "list")...)
+		if first, _, _ := strings.Cut(r.stderr, "Run '"); r.code != ExitUsage || first != c.want {
+			t.Errorf("%s=%q %v: exit %d, stderr %q; want %d, %q", management.EnvBaseURL, c.env, c.args, r.code, r.stderr, ExitUsage, c.want)
+		}
+	}
+	if got := forOperators(management.ErrMisconfigured.Error(), map[string]string{"BaseURL": "--base-url"}); !strings.HasSuffix(got, "check --base-url and MANAGEMENT_PATH_PREFIX") {
+		t.Errorf("ErrMisconfigured with --base-url given: %q; want it to name the flag", got)
 	}
 }
