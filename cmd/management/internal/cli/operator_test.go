@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/serviceconnect/management"
+	"github.com/serviceconnect/management/managementtest"
 )
 
 // TestForOperators: the SDK's own texts for configurations it refuses,
@@ -80,5 +82,32 @@ func TestConfigNamedWhereSet(t *testing.T) {
 	}
 	if got := forOperators(management.ErrMisconfigured.Error(), map[string]string{"BaseURL": "--base-url"}); !strings.HasSuffix(got, "check --base-url and MANAGEMENT_PATH_PREFIX") {
 		t.Errorf("ErrMisconfigured with --base-url given: %q; want it to name the flag", got)
+	}
+}
+
+// TestMisconfiguredExitsUsage: a well-formed MANAGEMENT_PATH_PREFIX that
+// the service answers 404 to, and a redirect, are configuration errors:
+// exit 2, as a malformed one is, with the hint and no pointer to --help;
+// an outage (503) stays a failure, exit 1.
+func TestMisconfiguredExitsUsage(t *testing.T) {
+	srv := managementtest.NewInMemoryServer()
+	defer srv.Close()
+	e := useServer(t, srv)
+	t.Setenv(management.EnvMaxRetries, "0")
+	const hint = "check MANAGEMENT_BASE_URL (or --base-url) and MANAGEMENT_PATH_PREFIX"
+	oneLine := func(r result) bool { return strings.Count(r.stderr, "\n") == 1 && strings.Contains(r.stderr, hint) }
+
+	t.Setenv(management.EnvPathPrefix, "/v2/api/management/elsewhere")
+	if r := e.run(t, "users", "list"); r.code != ExitUsage || !strings.HasPrefix(r.stderr, "management: POST /auth/token: 404") || !oneLine(r) {
+		t.Errorf("a prefix answered 404: exit %d, stderr %q; want %d, the 404 and the hint, in one line", r.code, r.stderr, ExitUsage)
+	}
+	t.Setenv(management.EnvPathPrefix, "")
+	srv.FailNextWith(managementtest.RouteListUsers, 1, managementtest.Response{Status: http.StatusFound, Header: http.Header{"Location": {"/login"}}})
+	if r := e.run(t, "users", "list"); r.code != ExitUsage || !oneLine(r) {
+		t.Errorf("a redirect: exit %d, stderr %q; want %d and the hint, in one line", r.code, r.stderr, ExitUsage)
+	}
+	srv.FailNext(managementtest.RouteListUsers, 1, http.StatusServiceUnavailable, 0)
+	if r := e.run(t, "users", "list"); r.code != ExitFailure {
+		t.Errorf("a 503: exit %d, stderr %q; want %d", r.code, r.stderr, ExitFailure)
 	}
 }
