@@ -59,8 +59,11 @@ type Config struct {
 	// HTTPClient as it is.
 	HTTPClient *http.Client
 	// Logger receives a Debug record per attempt and an Info record per
-	// retry decision: method, path without query, status, attempt, wait.
-	// Never headers, bodies, tokens or secrets. nil discards. Its handler
+	// retry decision: method, path without query, status, attempt, wait;
+	// and the token refresh failures, stale passes and breakers' Warn and
+	// Info records. Never headers, bodies, tokens or secrets. nil: off,
+	// the SDK logs nothing (a library does not write to a program's
+	// standard error unasked) and all of that goes unseen. Its handler
 	// is called from the SDK's own goroutines too (token requests,
 	// Authenticator checks, store calls), where a panic of it is recovered
 	// and logged, or dropped when it panics again: it never takes the
