@@ -124,6 +124,7 @@ var snippetImports = map[string]string{
 	"codes":          "google.golang.org/grpc/codes",
 	"metadata":       "google.golang.org/grpc/metadata",
 	"status":         "google.golang.org/grpc/status",
+	"errdetails":     "google.golang.org/genproto/googleapis/rpc/errdetails",
 }
 
 // wrapSnippet makes a Go file of a snippet, as docs/README.md says: a
