@@ -18,17 +18,30 @@ var tableDelimiter = regexp.MustCompile(`^\|(\s*:?-+:?\s*\|)+\s*$`)
 // follows a table directly for one more row, and the paragraph it opens
 // vanishes into the table.
 func TestTablesEndWithABlankLine(t *testing.T) {
-	var files []string
+	for path, text := range markdownFiles(t) {
+		for _, line := range swallowedLines(text) {
+			t.Errorf("%s:%d: the line right after a table, with no blank line between, is taken for a row of it", path, line)
+		}
+	}
+}
+
+// markdownFiles returns the text of every Markdown file of the
+// repository, by its path from the root, with slashes.
+func markdownFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
 		case d.IsDir() && path != "." && strings.HasPrefix(d.Name(), "."):
 			return filepath.SkipDir // .git
-		case !d.IsDir() && strings.HasSuffix(path, ".md"):
-			files = append(files, path)
+		case d.IsDir() || !strings.HasSuffix(path, ".md"):
+			return nil
 		}
-		return nil
+		b, err := os.ReadFile(path)
+		files[filepath.ToSlash(path)] = string(b)
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -36,15 +49,7 @@ func TestTablesEndWithABlankLine(t *testing.T) {
 	if len(files) < 20 {
 		t.Fatalf("found %d Markdown files: is the test at the repository's root?", len(files))
 	}
-	for _, path := range files {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range swallowedLines(string(b)) {
-			t.Errorf("%s:%d: the line right after a table, with no blank line between, is taken for a row of it", filepath.ToSlash(path), line)
-		}
-	}
+	return files
 }
 
 // swallowedLines returns the numbers of the lines of text that follow a
