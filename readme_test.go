@@ -95,6 +95,7 @@ var snippetImports = map[string]string{
 	"errors":         "errors",
 	"fmt":            "fmt",
 	"http":           "net/http",
+	"httptest":       "net/http/httptest",
 	"log":            "log",
 	"slog":           "log/slog",
 	"os":             "os",
