@@ -212,8 +212,8 @@ func (f *Factory) fakeServer() *managementtest.Server {
 	return f.srv
 }
 
-// version is the tool's module version, or "devel" in a build from a
-// work tree.
+// version is the tool's module version, or "devel" when the build
+// recorded none (go run, -buildvcs=false).
 func version() string {
 	if v := buildVersion(); v != "" && v != "(devel)" {
 		return v
