@@ -42,7 +42,7 @@ type Client struct {
 	maxRetries  int
 	waitMin     time.Duration
 	waitMax     time.Duration
-	unsetMarker string
+	unsetMarker unsetMarker
 	maxBody     int64
 	userAgent   string
 	pauses      routePauses // routes the service asked to slow down (see retry.go)
@@ -64,9 +64,14 @@ type Client struct {
 }
 
 // NewClient validates cfg and returns a Client. It sends nothing: the first
-// token is fetched by the first call that needs one.
+// token is fetched by the first call that needs one. A refusal, an error
+// matching ErrInvalidArgument, names the fields of cfg it refuses, or, for
+// a Config from ConfigFromEnv, the environment variables they were read
+// from ("MANAGEMENT_BASE_URL uses http:// ...; use https or set
+// MANAGEMENT_ALLOW_INSECURE_HTTP=true"), a field the program set since
+// excepted.
 func NewClient(cfg Config) (*Client, error) {
-	base, err := checkBaseURL(cfg.BaseURL, cfg.AllowInsecureHTTP)
+	base, err := checkBaseURL(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -74,17 +79,17 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	if cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 {
-		return nil, errorf("%w: Config.RetryWaitMin and Config.RetryWaitMax must not be negative", ErrInvalidArgument)
+		return nil, errorf("%w: %s and %s must not be negative", ErrInvalidArgument, cfg.named("RetryWaitMin"), cfg.named("RetryWaitMax"))
 	}
 	if cfg.MaxResponseBytes < 0 {
-		return nil, errorf("%w: Config.MaxResponseBytes must not be negative", ErrInvalidArgument)
+		return nil, errorf("%w: %s must not be negative", ErrInvalidArgument, cfg.named("MaxResponseBytes"))
 	}
 	if !headerValueSafe(cfg.UserAgent) {
 		// net/http would refuse every request: fail here, not on each call.
-		return nil, errorf("%w: Config.UserAgent holds a control character, which an HTTP header cannot carry", ErrInvalidArgument)
+		return nil, errorf("%w: %s holds a control character, which an HTTP header cannot carry", ErrInvalidArgument, cfg.named("UserAgent"))
 	}
 	if cfg.PathPrefix != "" && (!strings.HasPrefix(cfg.PathPrefix, "/") || strings.ContainsAny(cfg.PathPrefix, "?#")) {
-		return nil, errorf("%w: Config.PathPrefix must be a path starting with /", ErrInvalidArgument)
+		return nil, errorf("%w: %s must be a path starting with /", ErrInvalidArgument, cfg.named("PathPrefix"))
 	}
 	d := cfg.withDefaults() // what the Client uses: the defaults are written there, once
 	c := &Client{
@@ -98,16 +103,16 @@ func NewClient(cfg Config) (*Client, error) {
 		maxRetries:  d.MaxRetries,
 		waitMin:     d.RetryWaitMin,
 		waitMax:     d.RetryWaitMax,
-		unsetMarker: d.UnsetMarker,
+		unsetMarker: unsetMarker{d.UnsetMarker, cfg.named("UnsetMarker")},
 		maxBody:     d.MaxResponseBytes,
 		userAgent:   strings.TrimSpace(cfg.UserAgent + " management-go/" + Version),
 	}
 	c.port, _ = strconv.Atoi(explicitPort(base))
-	if err := c.checkBaseWithoutPrefix(); err != nil {
+	if err := c.checkBaseWithoutPrefix(cfg); err != nil {
 		return nil, err
 	}
 	if c.waitMin > c.waitMax {
-		return nil, errorf("%w: Config.RetryWaitMin (%v) is longer than Config.RetryWaitMax (%v)", ErrInvalidArgument, c.waitMin, c.waitMax)
+		return nil, errorf("%w: %s (%v) is longer than %s (%v)", ErrInvalidArgument, cfg.named("RetryWaitMin"), c.waitMin, cfg.named("RetryWaitMax"), c.waitMax)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)

@@ -59,8 +59,11 @@ type Config struct {
 	// HTTPClient as it is.
 	HTTPClient *http.Client
 	// Logger receives a Debug record per attempt and an Info record per
-	// retry decision: method, path without query, status, attempt, wait.
-	// Never headers, bodies, tokens or secrets. nil discards. Its handler
+	// retry decision: method, path without query, status, attempt, wait;
+	// and the token refresh failures, stale passes and breakers' Warn and
+	// Info records. Never headers, bodies, tokens or secrets. nil: off,
+	// the SDK logs nothing (a library does not write to a program's
+	// standard error unasked) and all of that goes unseen. Its handler
 	// is called from the SDK's own goroutines too (token requests,
 	// Authenticator checks, store calls), where a panic of it is recovered
 	// and logged, or dropped when it panics again: it never takes the
@@ -126,6 +129,11 @@ type Config struct {
 	// hung store costs a replica about one SharedStoreTimeout, not one per
 	// call.
 	SharedStoreTimeout time.Duration
+
+	// fromEnv is the Config as ConfigFromEnv returned it; nil for one
+	// written in code. A refusal names the environment variable of a field
+	// that still holds the value read (see Config.named).
+	fromEnv *Config
 }
 
 // minSharedStoreKey is the shortest Config.SharedStoreKey accepted.
@@ -255,9 +263,9 @@ func checkCredentials(cfg Config) error {
 	case cfg.TokenSource != nil:
 		return nil
 	case cfg.ClientID == "" || cfg.ClientSecret == "":
-		return errorf("%w: Config.ClientID and Config.ClientSecret are required unless Config.TokenSource is set", ErrInvalidArgument)
+		return errorf("%w: %s and %s are required unless Config.TokenSource is set", ErrInvalidArgument, cfg.named("ClientID"), cfg.named("ClientSecret"))
 	case strings.Contains(cfg.ClientID, ":"):
-		return errorf("%w: Config.ClientID contains ':', which HTTP Basic credentials cannot carry", ErrInvalidArgument)
+		return errorf("%w: %s contains ':', which HTTP Basic credentials cannot carry", ErrInvalidArgument, cfg.named("ClientID"))
 	}
 	return nil
 }
@@ -265,33 +273,39 @@ func checkCredentials(cfg Config) error {
 // checkBaseWithoutPrefix refuses a base URL that already ends with the
 // path prefix: the client adds the prefix to every path, so the service
 // would see it twice and answer 404 to everything.
-func (c *Client) checkBaseWithoutPrefix() error {
+func (c *Client) checkBaseWithoutPrefix(cfg Config) error {
 	if c.prefix == "" || !strings.HasSuffix(c.basePath, c.prefix) {
 		return nil
 	}
-	return errorf("%w: Config.BaseURL %q already ends with the path prefix %q, which the client adds to every path; write BaseURL as %q",
-		ErrInvalidArgument, c.baseURL, c.prefix, strings.TrimSuffix(c.baseURL, c.prefix))
+	return errorf("%w: %s %q already ends with the path prefix %q, which the client adds to every path; write %s as %q",
+		ErrInvalidArgument, cfg.named("BaseURL"), c.baseURL, c.prefix, cfg.bare("BaseURL"), strings.TrimSuffix(c.baseURL, c.prefix))
 }
 
-func checkBaseURL(raw string, allowInsecure bool) (*url.URL, error) {
-	if raw == "" {
-		return nil, errorf("%w: Config.BaseURL is required", ErrInvalidArgument)
+// checkBaseURL parses and checks cfg.BaseURL.
+func checkBaseURL(cfg Config) (*url.URL, error) {
+	name := cfg.named("BaseURL")
+	if cfg.BaseURL == "" {
+		return nil, errorf("%w: %s is required", ErrInvalidArgument, name)
 	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(cfg.BaseURL)
 	if err != nil {
-		return nil, errorf("%w: Config.BaseURL is not a URL", ErrInvalidArgument)
+		return nil, errorf("%w: %s is not a URL", ErrInvalidArgument, name)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, errorf("%w: Config.BaseURL must be an absolute http or https URL", ErrInvalidArgument)
+		return nil, errorf("%w: %s must be an absolute http or https URL", ErrInvalidArgument, name)
 	case u.Host == "" || u.Opaque != "":
-		return nil, errorf("%w: Config.BaseURL has no host", ErrInvalidArgument)
+		return nil, errorf("%w: %s has no host", ErrInvalidArgument, name)
 	case u.User != nil:
-		return nil, errorf("%w: Config.BaseURL must not hold user info; use ClientID and ClientSecret", ErrInvalidArgument)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
-		return nil, errorf("%w: Config.BaseURL must not have a query or fragment", ErrInvalidArgument)
-	case u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()):
-		return nil, errorf("%w: Config.BaseURL uses http:// to a host that is not loopback; use https or set AllowInsecureHTTP", ErrInvalidArgument)
+		return nil, errorf("%w: %s must not hold user info; use %s and %s", ErrInvalidArgument, name, cfg.bare("ClientID"), cfg.bare("ClientSecret"))
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(cfg.BaseURL, "?#"):
+		return nil, errorf("%w: %s must not have a query or fragment", ErrInvalidArgument, name)
+	case u.Scheme == "http" && !cfg.AllowInsecureHTTP && !isLoopback(u.Hostname()):
+		allow := "AllowInsecureHTTP"
+		if v := cfg.variable("AllowInsecureHTTP"); v != "" {
+			allow = v + "=true"
+		}
+		return nil, errorf("%w: %s uses http:// to a host that is not loopback; use https or set %s", ErrInvalidArgument, name, allow)
 	}
 	return u, nil
 }

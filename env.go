@@ -37,7 +37,9 @@ const (
 // The error, an *EnvError, names every variable that is missing
 // or malformed, never a value; the Config returned with it holds what
 // could be read. The result is checked only as far as parsing goes:
-// NewClient validates it.
+// NewClient validates it, and names in its refusals the variables the
+// Config was read from, not its fields (a field the program sets after
+// ConfigFromEnv is named as the field).
 func ConfigFromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
 }
@@ -141,10 +143,66 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 		cfg.AllowInsecureHTTP = b
 		return ""
 	})
+	read := cfg
+	cfg.fromEnv = &read
 	if len(bad.Missing) > 0 || len(bad.Malformed) > 0 {
 		return cfg, &bad
 	}
 	return cfg, nil
+}
+
+// envFields are the fields ConfigFromEnv sets, each with its variable, in
+// the order of the Env constants.
+var envFields = []struct {
+	field string
+	env   string
+	value func(Config) any
+}{
+	{"BaseURL", EnvBaseURL, func(c Config) any { return c.BaseURL }},
+	{"ClientID", EnvClientID, func(c Config) any { return c.ClientID }},
+	{"ClientSecret", EnvClientSecret, func(c Config) any { return c.ClientSecret }},
+	{"PathPrefix", EnvPathPrefix, func(c Config) any { return c.PathPrefix }},
+	{"UserAgent", EnvUserAgent, func(c Config) any { return c.UserAgent }},
+	{"UnsetMarker", EnvUnsetMarker, func(c Config) any { return c.UnsetMarker }},
+	{"MaxRetries", EnvMaxRetries, func(c Config) any { return c.MaxRetries }},
+	{"RetryWaitMin", EnvRetryWaitMin, func(c Config) any { return c.RetryWaitMin }},
+	{"RetryWaitMax", EnvRetryWaitMax, func(c Config) any { return c.RetryWaitMax }},
+	{"RefreshMargin", EnvRefreshMargin, func(c Config) any { return c.RefreshMargin }},
+	{"MaxResponseBytes", EnvMaxResponseBytes, func(c Config) any { return c.MaxResponseBytes }},
+	{"AllowInsecureHTTP", EnvAllowInsecureHTTP, func(c Config) any { return c.AllowInsecureHTTP }},
+}
+
+// variable returns the environment variable field of c was read from, if
+// c came from ConfigFromEnv and the field still holds the value read
+// (unset included: the operator left it at its default); "" otherwise.
+// An operator who set the variables reads their names, not the fields of
+// a Config they never saw.
+func (c Config) variable(field string) string {
+	if c.fromEnv == nil {
+		return ""
+	}
+	for _, f := range envFields {
+		if f.field == field && f.value(c) == f.value(*c.fromEnv) {
+			return f.env
+		}
+	}
+	return ""
+}
+
+// named is how a refusal names field: its variable, else "Config.Field".
+func (c Config) named(field string) string {
+	if v := c.variable(field); v != "" {
+		return v
+	}
+	return "Config." + field
+}
+
+// bare is named without "Config.", for a second mention of a field.
+func (c Config) bare(field string) string {
+	if v := c.variable(field); v != "" {
+		return v
+	}
+	return field
 }
 
 // EnvError is the error of ConfigFromEnv: every variable it could not use,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jarcoal/httpmock"
 )
 
@@ -41,7 +42,7 @@ func TestConfigFromEnv(t *testing.T) {
 		RefreshMargin: 30 * time.Second, MaxResponseBytes: 1 << 20, AllowInsecureHTTP: true,
 		PathPrefix: "/v2/api/management/acme", UserAgent: "ops-tool/1.0", UnsetMarker: "$AcmeUnset$",
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("Config (-want +got):\n%s", diff)
 	}
 	if _, err := NewClient(got); err != nil {
@@ -58,7 +59,7 @@ func TestConfigFromEnvOnlyRequired(t *testing.T) {
 		t.Fatalf("configFrom: %v", err)
 	}
 	want := Config{BaseURL: "https://api.example.test", ClientID: "id-1", ClientSecret: "secret-1"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("Config (-want +got):\n%s", diff)
 	}
 }

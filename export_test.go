@@ -3,6 +3,7 @@ package management
 import (
 	"github.com/serviceconnect/management/internal/fleet"
 	engine "github.com/serviceconnect/management/internal/redact"
+	"log/slog"
 	"strconv"
 	"time"
 )
@@ -26,6 +27,7 @@ func DocumentedDefaults() map[string]any {
 		"Config.MaxResponseBytes":                       Bytes(cfg.MaxResponseBytes),
 		"Config.SharedStoreTimeout":                     cfg.SharedStoreTimeout,
 		"Config.SharedStoreKey":                         Bytes(minSharedStoreKey),
+		"Config.Logger":                                 logging(Config{BaseURL: "https://a.example", ClientID: "id", ClientSecret: "secret"}),
 		"a token request":                               tokenFetchTimeout,
 		"token requests left running":                   maxTokenCalls,
 		"the calls a route's pause held":                pauseSpread,
@@ -52,6 +54,19 @@ func DocumentedDefaults() map[string]any {
 		"lease waits stopped, first and longest":             fleet.LeaseCoolDown.String() + " to " + fleet.LeaseMaxCoolDown.String(),
 		"reads of a key per second while waiting on a lease": maxPollsPerSecond(),
 	}
+}
+
+// logging is what a Client of cfg does with its log records as
+// docs/defaults.md writes it: "off" when it discards them.
+func logging(cfg Config) string {
+	c, err := NewClient(cfg)
+	switch {
+	case err != nil:
+		return err.Error()
+	case c.logger.Handler() == slog.DiscardHandler:
+		return "off"
+	}
+	return "a logger"
 }
 
 // offOr is d as docs/defaults.md writes it, "off" for 0.

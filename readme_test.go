@@ -95,6 +95,7 @@ var snippetImports = map[string]string{
 	"errors":         "errors",
 	"fmt":            "fmt",
 	"http":           "net/http",
+	"httptest":       "net/http/httptest",
 	"log":            "log",
 	"slog":           "log/slog",
 	"os":             "os",
@@ -125,6 +126,7 @@ var snippetImports = map[string]string{
 	"codes":          "google.golang.org/grpc/codes",
 	"metadata":       "google.golang.org/grpc/metadata",
 	"status":         "google.golang.org/grpc/status",
+	"errdetails":     "google.golang.org/genproto/googleapis/rpc/errdetails",
 }
 
 // wrapSnippet makes a Go file of a snippet, as docs/README.md says: a

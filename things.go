@@ -199,8 +199,8 @@ type thingUpdateBody struct {
 }
 
 // encode returns the request body of u, with top-level Unset values
-// replaced by marker.
-func (u ThingUpdate) encode(marker string) ([]byte, error) {
+// replaced by the marker.
+func (u ThingUpdate) encode(marker unsetMarker) ([]byte, error) {
 	if u.Name == nil && u.FirmwareVersion == nil && u.LastSeen == nil && len(u.Statuses) == 0 && len(u.CustomSettings) == 0 {
 		return nil, errorf("%w: ThingUpdate has no field set", ErrInvalidArgument)
 	}
@@ -221,6 +221,11 @@ func (u ThingUpdate) encode(marker string) ([]byte, error) {
 	return body, nil
 }
 
+// unsetMarker is the string that removes a custom setting, and how a
+// refusal names where it was set: Config.UnsetMarker, or
+// MANAGEMENT_UNSET_MARKER for a Client configured from the environment.
+type unsetMarker struct{ value, setting string }
+
 // wireCustomSettings returns the custom settings to send, with each
 // top-level Unset replaced by marker and every other value encoded here;
 // the caller's map is left alone. A value that would reach the service as
@@ -228,14 +233,14 @@ func (u ThingUpdate) encode(marker string) ([]byte, error) {
 // Unset removes a key, so a setting that happens to equal the marker is
 // never deleted by surprise. The service removes top-level keys only, so an
 // Unset found deeper is refused too.
-func wireCustomSettings(settings map[string]any, marker string) (map[string]any, error) {
+func wireCustomSettings(settings map[string]any, marker unsetMarker) (map[string]any, error) {
 	if len(settings) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]any, len(settings))
 	for k, v := range settings {
 		if _, ok := v.(unset); ok {
-			out[k] = marker
+			out[k] = marker.value
 			continue
 		}
 		raw, err := wireSetting(k, v, marker)
@@ -250,7 +255,7 @@ func wireCustomSettings(settings map[string]any, marker string) (map[string]any,
 // wireSetting encodes the value v of the custom settings key k, refusing
 // an Unset or the marker string inside it. Its errors name where the
 // problem is, not the settings' values.
-func wireSetting(k string, v any, marker string) (json.RawMessage, error) {
+func wireSetting(k string, v any, marker unsetMarker) (json.RawMessage, error) {
 	if where, found := findUnset(v); found {
 		return nil, errorf("%w, found at %s", errUnsetPlacement, settingPath(k, where))
 	}
@@ -263,12 +268,12 @@ func wireSetting(k string, v any, marker string) (json.RawMessage, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // any number json.Marshal wrote, 1e400 included
-	where, found, err := findMarker(dec, marker)
+	where, found, err := findMarker(dec, marker.value)
 	switch {
 	case err != nil:
 		return nil, errorf("%w: %s cannot be checked for the unset marker: %w", ErrInvalidArgument, settingPath(k, ""), err)
 	case found:
-		return nil, errorf("%w: %s is the unset marker string (Config.UnsetMarker); only management.Unset removes a key", ErrInvalidArgument, settingPath(k, where))
+		return nil, errorf("%w: %s is the unset marker string (%s); only management.Unset removes a key", ErrInvalidArgument, settingPath(k, where), marker.setting)
 	}
 	return raw, nil
 }

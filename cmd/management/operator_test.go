@@ -189,7 +189,8 @@ var configField = regexp.MustCompile(`Config\.|\b(BaseURL|ClientID|ClientSecret|
 
 // TestMessagesForOperators: configuration the SDK refuses, and a base URL
 // or prefix that the token endpoint's answer (a 404, a redirect) shows
-// wrong, are told in environment variables and flags, never Config fields.
+// wrong, are told in environment variables and flags, never Config fields;
+// both exit 2.
 func TestMessagesForOperators(t *testing.T) {
 	bin := buildTool(t)
 	srv := managementtest.NewServer()
@@ -209,7 +210,7 @@ func TestMessagesForOperators(t *testing.T) {
 		want string // the whole of standard error
 	}{
 		{"http to a remote host", setEnv(env, management.EnvBaseURL+"=http://management.example.com"), 2,
-			"management: invalid argument: MANAGEMENT_BASE_URL (or --base-url) uses http:// to a host that is not loopback; use https or set MANAGEMENT_ALLOW_INSECURE_HTTP=true" + help},
+			"management: invalid argument: MANAGEMENT_BASE_URL uses http:// to a host that is not loopback; use https or set MANAGEMENT_ALLOW_INSECURE_HTTP=true" + help},
 		{"retry waits", setEnv(env, management.EnvRetryWaitMin+"=10s", management.EnvRetryWaitMax+"=1s"), 2,
 			"management: invalid argument: MANAGEMENT_RETRY_WAIT_MIN (10s) is longer than MANAGEMENT_RETRY_WAIT_MAX (1s)" + help},
 		{"prefix without a slash", setEnv(env, management.EnvPathPrefix+"=api"), 2,
@@ -238,8 +239,8 @@ func TestMessagesForOperators(t *testing.T) {
 			[]string{"management: POST /auth/token: 307", "redirect to another origin", "check " + management.EnvBaseURL + " (or --base-url) and " + management.EnvPathPrefix}},
 	} {
 		r := runTool(t, bin, c.env, "", "users", "list")
-		if r.code != 1 || strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
-			t.Errorf("%s: exit %d, stderr %q; want 1 and one line", c.name, r.code, r.stderr)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 (configuration) and one line", c.name, r.code, r.stderr)
 		}
 		for _, w := range c.want {
 			if !strings.Contains(r.stderr, w) {

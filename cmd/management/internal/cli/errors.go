@@ -12,7 +12,11 @@ import (
 const (
 	ExitOK      = 0 // success
 	ExitFailure = 1 // the command ran and failed: the service refused, could not be reached, ...
-	ExitUsage   = 2 // the command line or the configuration is wrong
+	// ExitUsage: the command line or the configuration is wrong, whether
+	// found before anything is sent or shown by the service's answer (a
+	// 404 or a redirect where the base URL and path prefix point:
+	// management.ErrMisconfigured), which no retry mends.
+	ExitUsage = 2
 	// ExitAuth: the service refused the tool's credentials (the client id
 	// or secret at the token endpoint, or the management token itself), as
 	// gh's 4 says authentication is needed; a script can tell it from an
@@ -59,10 +63,10 @@ func refusef(format string, args ...any) error {
 }
 
 // wantsHelp reports whether err, a usage error, is better followed by a
-// pointer to --help.
+// pointer to --help: not when its message says what to check.
 func wantsHelp(err error) bool {
 	var u usageError
-	return !strings.Contains(err.Error(), "\n") && !(errors.As(err, &u) && u.noHelp)
+	return !strings.Contains(err.Error(), "\n") && !(errors.As(err, &u) && u.noHelp) && !errors.Is(err, management.ErrMisconfigured)
 }
 
 // exitError carries the exit code a command's error stands for. Errors
@@ -80,12 +84,14 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // classify gives a command's error its exit code: ExitUsage for a
-// usageError and for an argument the SDK refused before sending anything,
-// ExitFailure for the rest.
+// usageError, for an argument the SDK refused before sending anything, and
+// for a configuration the service's answer shows wrong
+// (management.ErrMisconfigured: a script that retries on 1 would retry it
+// in vain); ExitFailure for the rest.
 func classify(err error) error {
 	var u usageError
 	switch {
-	case errors.As(err, &u) || errors.Is(err, management.ErrInvalidArgument):
+	case errors.As(err, &u) || errors.Is(err, management.ErrInvalidArgument) || errors.Is(err, management.ErrMisconfigured):
 		return &exitError{ExitUsage, err}
 	case errors.Is(err, management.ErrInvalidClient):
 		return &exitError{ExitAuth, credentialsError{"the service refused the client credentials", err,
@@ -127,18 +133,19 @@ func interruptedMessage(err error) string {
 }
 
 // operatorMessage is err's text as the tool prints it: the Config fields
-// of the SDK's texts named as environment variables and flags, and any
+// of the SDK's texts named as environment variables and flags (as the
+// flags that set them, by field, when the command line gave them), and any
 // control character escaped, which can only come from what the text
 // quotes (the service's texts, the user's data): the tool's own words are
 // printable. A message in the tool's words alone (said), lines and all, is
 // printed as written.
-func operatorMessage(err error) string {
+func operatorMessage(err error, flags map[string]string) string {
 	msg := errtext.Message(err)
 	var own said
 	if errors.As(err, &own) && msg == errtext.Message(own) {
 		return msg // nothing was added around it
 	}
-	return escapeControls(forOperators(msg))
+	return escapeControls(forOperators(msg, flags))
 }
 
 // said is a message in the tool's own words, with nothing from the service

@@ -153,6 +153,23 @@ func (f *Factory) baseConfig() (management.Config, error) {
 	return cfg, nil
 }
 
+// configFlags returns the Config fields this command line's flags set,
+// with the flag that set each: the SDK names such a field as a field, and
+// the operator reads the flag.
+func (f *Factory) configFlags() map[string]string {
+	flags := map[string]string{}
+	if f.baseURL != "" {
+		flags["BaseURL"] = "--base-url"
+	}
+	if f.clientID != "" {
+		flags["ClientID"] = "--client-id"
+	}
+	if f.secretStdin {
+		flags["ClientSecret"] = "--client-secret-stdin"
+	}
+	return flags
+}
+
 // malformed returns the problems ConfigFromEnv found other than a missing
 // base URL, client id or secret, which the flags may supply: the
 // variables that are set but cannot be parsed.
@@ -195,8 +212,8 @@ func (f *Factory) fakeServer() *managementtest.Server {
 	return f.srv
 }
 
-// version is the tool's module version, or "devel" in a build from a
-// work tree.
+// version is the tool's module version, or "devel" when the build
+// recorded none (go run, -buildvcs=false).
 func version() string {
 	if v := buildVersion(); v != "" && v != "(devel)" {
 		return v

@@ -37,7 +37,7 @@ func Run(ctx context.Context, args []string, f *Factory) int {
 		fmt.Fprintln(f.IO.ErrOut, escapeControls(interruptedMessage(err)))
 		return ExitInterrupt
 	}
-	fmt.Fprintln(f.IO.ErrOut, operatorMessage(err))
+	fmt.Fprintln(f.IO.ErrOut, operatorMessage(err, f.configFlags()))
 	code := exitCode(err)
 	if code == ExitUsage && wantsHelp(err) {
 		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())

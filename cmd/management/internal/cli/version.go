@@ -41,10 +41,11 @@ func versionRun(opts *VersionOptions) error {
 }
 
 // versionText is what version and --version print: the tool's module
-// version as the go command recorded it ("(devel)" for a build from a
-// work tree, a tag or pseudo-version otherwise), the SDK's Version, the
-// source revision when the build recorded one (go build -buildvcs), and
-// the Go toolchain.
+// version as the go command recorded it (the version of go install
+// ...@version; from a clone, the tag's or a pseudo-version of the commit;
+// "(devel)" for go run or a build without -buildvcs), the SDK's Version,
+// the source revision when the build recorded one (go build -buildvcs),
+// and the Go toolchain.
 func versionText(info *debug.BuildInfo, ok bool) string {
 	var b strings.Builder
 	v := "unknown (built without module information)"
