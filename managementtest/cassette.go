@@ -303,43 +303,42 @@ func port(u *url.URL) string {
 	return "80"
 }
 
-// basePath is the path of the cassette's base URL, without a trailing
-// slash: what precedes the path prefix in every recorded path.
+// basePathOf is the path of a base URL, escaped, without a trailing
+// slash: what precedes the path prefix in every request's path.
+func basePathOf(u *url.URL) string { return strings.TrimSuffix(u.EscapedPath(), "/") }
+
+// basePath is the path of the cassette's base URL (see basePathOf).
 func (c *Cassette) basePath() string {
 	u, err := parseBase(c.BaseURL)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSuffix(u.EscapedPath(), "/")
+	return basePathOf(u)
 }
 
 // pathPrefix is the path prefix the recorded requests were sent with:
 // what the path of a token or authenticate request holds between the base
-// URL's path and the endpoint, else of the first request of a list or a
-// read, else DefaultPathPrefix.
+// URL's path and the endpoint (their paths have no parameter, so they
+// tell it best), else that of the first request to an endpoint, else
+// DefaultPathPrefix.
 func (c *Cassette) pathPrefix() string {
 	base := c.basePath()
-	var fallback string
+	fallback, found := "", false
 	for _, in := range c.Interactions {
-		p, ok := strings.CutPrefix(in.Request.Path, base)
+		p, ok := belowBase(base, in.Request.Path)
 		if !ok {
 			continue
 		}
-		for _, end := range []string{"/auth/token", "/authenticate"} {
-			if prefix, ok := strings.CutSuffix(p, end); ok {
-				return unescapedOr(prefix)
-			}
-		}
-		if fallback == "" {
-			for _, seg := range []string{"/users", "/things"} {
-				if i := strings.Index(p+"/", seg+"/"); i >= 0 {
-					fallback = unescapedOr(p[:i])
-					break
-				}
-			}
+		route, prefix, _, ok := matchRoute(in.Request.Method, p)
+		switch {
+		case !ok:
+		case route.is(tokenEndpoint) || route.is(authenticateEndpoint):
+			return unescapedOr(prefix)
+		case !found:
+			fallback, found = unescapedOr(prefix), true
 		}
 	}
-	if fallback != "" {
+	if found {
 		return fallback
 	}
 	return DefaultPathPrefix

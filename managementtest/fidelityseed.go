@@ -51,7 +51,7 @@ func (ck *check) seed() {
 		assoc: map[[2]string]management.Timestamp{}, left: map[string]bool{}, endUsers: map[string]string{},
 	}
 	for _, in := range ck.c.Interactions {
-		route, values := ck.srv.routeOf(in.Request.Method, ck.below(in.Request.Path))
+		route, values := ck.routeOf(in)
 		sd.read(route, values, in)
 	}
 	ck.srv.mu.Lock()
@@ -83,82 +83,136 @@ func (ck *check) seed() {
 	}
 }
 
-// read notes what the answer of in shows.
+// seeders note what the answer of each endpoint shows, by route. Each is
+// given the request's path values and the interaction.
+var seeders = map[Route]func(sd *seeding, values map[string]string, in Interaction){
+	RouteListUsers:    (*seeding).usersPage,
+	RouteGetUser:      (*seeding).userRead,
+	RouteListThings:   (*seeding).thingsPage,
+	RouteGetThing:     (*seeding).thingRead,
+	RouteUpdateThing:  (*seeding).thingRead,
+	RouteAssociate:    (*seeding).associated,
+	RouteDisassociate: (*seeding).disassociated,
+	RouteAuthenticate: (*seeding).verdict,
+}
+
+// read notes what the answer of in, a request to route, shows.
 func (sd *seeding) read(route Route, values map[string]string, in Interaction) {
-	status, body := in.Response.Status, []byte(in.Response.Body)
-	if status == http.StatusNotFound {
-		switch route {
-		case RouteGetUser:
-			sd.leave("u:" + values["user_id"])
-		case RouteGetThing:
-			sd.leave("t:" + values["thing_physical_id"])
-		}
+	if seed := seeders[route]; seed != nil {
+		seed(sd, values, in)
+	}
+}
+
+// success reports whether in was answered 2xx.
+func success(in Interaction) bool { return in.Response.Status/100 == 2 }
+
+func (sd *seeding) usersPage(_ map[string]string, in Interaction) {
+	var page usersPageBody
+	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &page) != nil {
 		return
 	}
-	if status/100 != 2 {
+	for _, u := range page.Users {
+		sd.user(management.UserDetails{User: u}, false)
+	}
+}
+
+// userRead notes a User read whole, and the Things it shows; a User
+// answered 404 is left out.
+func (sd *seeding) userRead(values map[string]string, in Interaction) {
+	if in.Response.Status == http.StatusNotFound {
+		sd.leave("u:" + values["user_id"])
 		return
 	}
-	switch route {
-	case RouteListUsers:
-		var page usersPageBody
-		if json.Unmarshal(body, &page) == nil {
-			for _, u := range page.Users {
-				sd.user(management.UserDetails{User: u}, false)
-			}
-		}
-	case RouteGetUser:
-		var u management.UserDetails
-		if decodeExact(body, &u) == nil && u.ID != "" {
-			sd.user(u, true)
-			for _, at := range u.AssociatedThings {
-				sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: at.PhysicalID, Name: at.Name, Model: at.Model, FirmwareVersion: at.FirmwareVersion, LastSeen: at.LastSeenAt}})
-				sd.association(u.ID, at.PhysicalID, at.AssociationData.AssociatedAt)
-			}
-		}
-	case RouteListThings:
-		var page thingsPageBody
-		if json.Unmarshal(body, &page) == nil {
-			for _, t := range page.Things {
-				sd.thing(management.ThingDetails{Thing: t})
-			}
-		}
-	case RouteGetThing, RouteUpdateThing, RouteAssociate:
-		var t management.ThingDetails
-		if decodeExact(body, &t) != nil || t.PhysicalID == "" {
-			return
-		}
-		if route == RouteAssociate {
-			// What the associate made is left for it to make again: a
-			// Thing it created (201), and the association.
-			if status == http.StatusCreated {
-				sd.leave("t:" + t.PhysicalID)
-			}
-			sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
-			sd.leave("a:" + values["user_id"] + "/" + t.PhysicalID)
-		}
-		sd.thing(t)
-		for _, au := range t.AssociatedUsers {
-			sd.user(management.UserDetails{User: management.User{ID: au.ID}}, false)
-			sd.association(au.ID, t.PhysicalID, au.AssociationData.AssociatedAt)
-		}
-	case RouteDisassociate:
-		sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
-		sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: values["physical_id"]}})
-		sd.association(values["user_id"], values["physical_id"], management.Timestamp{})
-	case RouteAuthenticate:
-		var v verdictBody
-		if json.Unmarshal(body, &v) != nil || !v.Valid || v.Role != management.RoleAppUser || v.UserID == "" {
-			return
-		}
-		var req struct {
-			AccessToken string `json:"access_token"`
-		}
-		_ = json.Unmarshal([]byte(in.Request.Body), &req)
-		_, tok, _ := strings.Cut(req.AccessToken, " ")
-		if isPlaceholder(tok) {
-			sd.endUsers[tok] = v.UserID
-			sd.user(management.UserDetails{User: management.User{ID: v.UserID}}, false)
-		}
+	var u management.UserDetails
+	if !success(in) || decodeExact([]byte(in.Response.Body), &u) != nil || u.ID == "" {
+		return
+	}
+	sd.user(u, true)
+	for _, at := range u.AssociatedThings {
+		sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: at.PhysicalID, Name: at.Name, Model: at.Model, FirmwareVersion: at.FirmwareVersion, LastSeen: at.LastSeenAt}})
+		sd.association(u.ID, at.PhysicalID, at.AssociationData.AssociatedAt)
+	}
+}
+
+func (sd *seeding) thingsPage(_ map[string]string, in Interaction) {
+	var page thingsPageBody
+	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &page) != nil {
+		return
+	}
+	for _, t := range page.Things {
+		sd.thing(management.ThingDetails{Thing: t})
+	}
+}
+
+// thingRead notes a Thing answered whole (a read, an update) and the Users
+// it shows; a Thing read answered 404 is left out.
+func (sd *seeding) thingRead(values map[string]string, in Interaction) {
+	if in.Response.Status == http.StatusNotFound && in.Request.Method == http.MethodGet {
+		sd.leave("t:" + values["thing_physical_id"])
+		return
+	}
+	if t, ok := thingAnswer(in); ok {
+		sd.thingAndUsers(t)
+	}
+}
+
+// associated notes the Thing of an associate's answer, leaving what the
+// associate made for it to make again: a Thing it created (201), and the
+// association.
+func (sd *seeding) associated(values map[string]string, in Interaction) {
+	t, ok := thingAnswer(in)
+	if !ok {
+		return
+	}
+	if in.Response.Status == http.StatusCreated {
+		sd.leave("t:" + t.PhysicalID)
+	}
+	sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
+	sd.leave("a:" + values["user_id"] + "/" + t.PhysicalID)
+	sd.thingAndUsers(t)
+}
+
+// thingAnswer decodes the Thing of a 2xx answer.
+func thingAnswer(in Interaction) (management.ThingDetails, bool) {
+	var t management.ThingDetails
+	ok := success(in) && decodeExact([]byte(in.Response.Body), &t) == nil && t.PhysicalID != ""
+	return t, ok
+}
+
+// thingAndUsers notes a Thing and the Users associated with it.
+func (sd *seeding) thingAndUsers(t management.ThingDetails) {
+	sd.thing(t)
+	for _, au := range t.AssociatedUsers {
+		sd.user(management.UserDetails{User: management.User{ID: au.ID}}, false)
+		sd.association(au.ID, t.PhysicalID, au.AssociationData.AssociatedAt)
+	}
+}
+
+// disassociated notes the association a disassociate ended, which was
+// there before.
+func (sd *seeding) disassociated(values map[string]string, in Interaction) {
+	if !success(in) {
+		return
+	}
+	sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
+	sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: values["physical_id"]}})
+	sd.association(values["user_id"], values["physical_id"], management.Timestamp{})
+}
+
+// verdict notes the User of an End User token the service found valid.
+func (sd *seeding) verdict(_ map[string]string, in Interaction) {
+	var v verdictBody
+	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &v) != nil || !v.Valid || v.Role != management.RoleAppUser || v.UserID == "" {
+		return
+	}
+	var req struct {
+		AccessToken string `json:"access_token"`
+	}
+	_ = json.Unmarshal([]byte(in.Request.Body), &req)
+	_, tok, _ := strings.Cut(req.AccessToken, " ")
+	if isPlaceholder(tok) {
+		sd.endUsers[tok] = v.UserID
+		sd.user(management.UserDetails{User: management.User{ID: v.UserID}}, false)
 	}
 }
 

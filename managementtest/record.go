@@ -68,13 +68,14 @@ type RecordOptions struct {
 // A Recorder is safe for concurrent use by multiple goroutines; the
 // interactions are written in the order their requests were sent.
 type Recorder struct {
-	path    string
-	baseURL string
-	base    *url.URL
-	next    http.RoundTripper
-	allowW  bool
-	scrub   func(*Interaction)
-	maxBody int // maxRecordedBody; tests make it smaller
+	path     string
+	baseURL  string
+	base     *url.URL
+	basePath string // base's path, escaped, without a trailing slash
+	next     http.RoundTripper
+	allowW   bool
+	scrub    func(*Interaction)
+	maxBody  int // maxRecordedBody; tests make it smaller
 
 	mu        sync.Mutex
 	exchanges []*exchange // in the order sent
@@ -88,7 +89,7 @@ type exchange struct {
 	method, path, query string
 	auth, contentType   []string
 	body                string
-	tokenRoute          bool
+	route               Route // "" when the path is no endpoint's
 
 	done     bool
 	status   int
@@ -130,7 +131,7 @@ func NewRecorder(path, baseURL string, opts RecordOptions) (*Recorder, error) {
 		next = http.DefaultTransport
 	}
 	return &Recorder{
-		path: path, baseURL: strings.TrimSuffix(baseURL, "/"), base: base, next: next,
+		path: path, baseURL: strings.TrimSuffix(baseURL, "/"), base: base, basePath: basePathOf(base), next: next,
 		allowW: opts.AllowWrites, scrub: opts.Scrub, maxBody: maxRecordedBody,
 	}, nil
 }
@@ -153,7 +154,7 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	e := &exchange{
 		method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery,
 		auth: req.Header.Values("Authorization"), contentType: req.Header.Values("Content-Type"),
-		body: string(body), tokenRoute: isTokenRequest(req.Method, req.URL.EscapedPath()),
+		body: string(body), route: r.routeOf(req),
 	}
 	r.mu.Lock()
 	closed := r.closed
@@ -211,34 +212,21 @@ func readRequestBody(req *http.Request) ([]byte, error) {
 // refusal says why req must not be sent, "" when it may.
 func (r *Recorder) refusal(req *http.Request) string {
 	u := req.URL
-	p := u.EscapedPath()
-	if !strings.EqualFold(u.Scheme, r.base.Scheme) || !strings.EqualFold(u.Hostname(), r.base.Hostname()) || port(u) != port(r.base) ||
-		(p != r.basePath() && !strings.HasPrefix(p, r.basePath()+"/")) {
+	_, below := belowBase(r.basePath, u.EscapedPath())
+	if !strings.EqualFold(u.Scheme, r.base.Scheme) || !strings.EqualFold(u.Hostname(), r.base.Hostname()) || port(u) != port(r.base) || !below {
 		return "it is not below the base URL " + r.base.Redacted()
 	}
-	if !r.allowW && isWrite(req.Method, p) {
+	if !r.allowW && changesData(req.Method, r.routeOf(req)) {
 		return "it changes the service's data; set RecordOptions.AllowWrites to record writes (against a sandbox)"
 	}
 	return ""
 }
 
-func (r *Recorder) basePath() string { return strings.TrimSuffix(r.base.EscapedPath(), "/") }
-
-// isWrite reports whether a request changes the service's data: any
-// method but GET, HEAD and OPTIONS, except the token and authenticate
-// requests (POSTs that only read; a PATCH of a Thing whose id is
-// "authenticate" is a write).
-func isWrite(method, path string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return false
-	}
-	return !isTokenRequest(method, path) && !(method == http.MethodPost && strings.HasSuffix(path, "/authenticate"))
-}
-
-// isTokenRequest reports whether a request is one of the token endpoint's.
-func isTokenRequest(method, path string) bool {
-	return method == http.MethodPost && strings.HasSuffix(path, "/auth/token")
+// routeOf returns the endpoint req reaches, "" for none.
+func (r *Recorder) routeOf(req *http.Request) Route {
+	below, _ := belowBase(r.basePath, req.URL.EscapedPath())
+	route, _, _, _ := matchRoute(req.Method, below)
+	return route
 }
 
 // refusedAnswer is the 501 a Recorder or a Replayer gives instead of an
@@ -334,7 +322,7 @@ func (r *Recorder) cassette(exchanges []*exchange) (*Cassette, *credentials) {
 		}
 		pos[i].reqBody = creds.learnRequestBody(e.body)
 		pos[i].respBody = e.respBody
-		if e.tokenRoute {
+		if e.route.is(tokenEndpoint) {
 			pos[i].respBody = creds.learnTokenAnswer(e.respBody)
 		}
 	}
