@@ -200,7 +200,10 @@ func (c *Cassette) encode() ([]byte, error) {
 }
 
 // LoadCassette reads the cassette file at path, as a Recorder wrote it
-// (and perhaps a person edited it since).
+// (and perhaps a person edited it since). The file holds one JSON object,
+// and white space after it at most: other text after it (a second
+// cassette, the tail of a merge conflict) is an error that names the file
+// and the offset where that text starts.
 func LoadCassette(path string) (*Cassette, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -220,6 +223,12 @@ func decodeCassette(data []byte) (*Cassette, error) {
 	dec.DisallowUnknownFields() // a misspelt member of a hand edit is an error, not ignored
 	if err := dec.Decode(&f); err != nil {
 		return nil, err
+	}
+	// One object, then white space only: text after it (a second cassette,
+	// a merge conflict's tail) would otherwise be ignored unseen.
+	end := int(dec.InputOffset())
+	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("text after the cassette's JSON object, at offset %d: a file holds one cassette", len(data)-len(rest))
 	}
 	if f.Cassette != cassetteVersion {
 		return nil, fmt.Errorf("format %d, want %d (record it again)", f.Cassette, cassetteVersion)

@@ -189,6 +189,28 @@ func TestLoadCassetteRefusesWhatItCannotReplay(t *testing.T) {
 			t.Errorf("%s: LoadCassette = %v; want an error that names the file", name, err)
 		}
 	}
+	// Text after the object is refused, with its offset; white space is not.
+	one := `{"cassette": 1, "base_url": "https://x.example", "interactions": []}`
+	for _, tc := range []struct{ name, text, want string }{
+		{"second cassette", one + "\n" + one, fmt.Sprintf("at offset %d", len(one)+1)},
+		{"merge tail", one + "\n>>>>>>> theirs\n", fmt.Sprintf("at offset %d", len(one)+1)},
+		{"a stray bracket", one + "}", fmt.Sprintf("at offset %d", len(one))},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := managementtest.LoadCassette(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: LoadCassette = %v; want an error that names the file and says %q", tc.name, err, tc.want)
+		}
+	}
+	spaced := filepath.Join(dir, "spaced.json")
+	if err := os.WriteFile(spaced, []byte(one+" \r\n\t\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := managementtest.LoadCassette(spaced); err != nil {
+		t.Errorf("LoadCassette of a cassette followed by white space = %v", err)
+	}
 	if _, err := managementtest.LoadCassette(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadCassette of a missing file = %v; want one matching os.ErrNotExist", err)
 	}
