@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/serviceconnect/management"
-	"github.com/serviceconnect/management/internal/redact"
 )
 
 // maxRecordedBody bounds an answer's body a Recorder keeps: the SDK's own
@@ -153,7 +152,7 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	e := &exchange{
 		method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery,
-		auth: req.Header.Values("Authorization"), contentType: req.Header.Values("Content-Type"),
+		auth: headerValues(req.Header, "Authorization"), contentType: headerValues(req.Header, "Content-Type"),
 		body: string(body), route: r.routeOf(req),
 	}
 	r.mu.Lock()
@@ -292,7 +291,7 @@ func (r *Recorder) Close() error {
 	if err != nil {
 		return fmt.Errorf("managementtest: Recorder.Close: %w", err)
 	}
-	if leaked(data, creds) {
+	if creds.leaked(string(data)) {
 		return fmt.Errorf("managementtest: Recorder.Close: the cassette %s would hold a credential in a form its placeholders missed; nothing was written", r.path)
 	}
 	if err := writeFile(r.path, data); err != nil {
@@ -320,7 +319,7 @@ func (r *Recorder) cassette(exchanges []*exchange) (*Cassette, *credentials) {
 		for _, v := range e.auth {
 			pos[i].auth = append(pos[i].auth, creds.learnAuthorization(v, true))
 		}
-		pos[i].reqBody = creds.learnRequestBody(e.body)
+		pos[i].reqBody = creds.learnRequestBody(e.body, e.route)
 		pos[i].respBody = e.respBody
 		if e.route.is(tokenEndpoint) {
 			pos[i].respBody = creds.learnTokenAnswer(e.respBody)
@@ -356,19 +355,6 @@ func (r *Recorder) cassette(exchanges []*exchange) (*Cassette, *credentials) {
 		}
 	}
 	return c, creds
-}
-
-// leaked reports whether the file data still holds a credential learnt,
-// in any form: the last check before it is written. The placeholders are
-// blanked first, so that a short credential that is a word of one
-// ("secret") is not taken for an echo.
-func leaked(data []byte, creds *credentials) bool {
-	text := string(data)
-	for _, cr := range creds.list {
-		text = strings.ReplaceAll(text, cr.placeholder, " ")
-	}
-	text = strings.ReplaceAll(text, "{{"+kindRedacted+"}}", " ")
-	return redact.New(creds.values()...).Text(text) != text
 }
 
 // String describes r by its cassette file and base URL; never the

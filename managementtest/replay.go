@@ -41,6 +41,7 @@ const reasonNotRecorded = "MANAGEMENTTEST.NOT_RECORDED"
 // A Replayer is safe for concurrent use by multiple goroutines.
 type Replayer struct {
 	name     string // the cassette's file, for messages
+	base     string // the cassette's base path
 	recorded []Interaction
 	keys     []requestKey
 
@@ -123,7 +124,7 @@ func NewReplayer(c *Cassette) *Replayer {
 	if c == nil {
 		c = &Cassette{}
 	}
-	r := &Replayer{name: c.file, recorded: c.Interactions, used: make([]bool, len(c.Interactions))}
+	r := &Replayer{name: c.file, base: c.basePath(), recorded: c.Interactions, used: make([]bool, len(c.Interactions))}
 	if r.name == "" {
 		r.name = "cassette"
 	}
@@ -143,10 +144,12 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, v := range req.Header.Values("Authorization") {
+	for _, v := range headerValues(req.Header, "Authorization") {
 		r.creds.learnAuthorization(v, false)
 	}
-	b := r.creds.replace(r.creds.learnRequestBody(string(body)), false)
+	below, _ := belowBase(r.base, req.URL.EscapedPath())
+	route, _, _, _ := matchRoute(req.Method, below)
+	b := r.creds.replace(r.creds.learnRequestBody(string(body), route), false)
 	key := newKey(req.Method, r.creds.replace(req.URL.EscapedPath(), false), r.creds.replace(req.URL.RawQuery, false), b)
 	for i, k := range r.keys {
 		if !r.used[i] && k.matches(key) {
