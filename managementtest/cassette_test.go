@@ -234,3 +234,37 @@ func TestNewReplayerNil(t *testing.T) {
 		t.Errorf("RoundTrip = %d %s; want 501 NOT_RECORDED", resp.StatusCode, body)
 	}
 }
+
+// A miss names the nearest request to its own endpoint, and none when the
+// cassette holds no request to it: however near another endpoint's is.
+func TestReplayMissNamesItsEndpointOnly(t *testing.T) {
+	p := managementtest.DefaultPathPrefix
+	c := &managementtest.Cassette{BaseURL: "https://sandbox.example/base", Interactions: []managementtest.Interaction{
+		{Request: managementtest.RecordedRequest{Method: "GET", Path: "/base" + p + "/things/t-1"}, Response: managementtest.RecordedResponse{Status: 200}},
+		{Request: managementtest.RecordedRequest{Method: "GET", Path: "/base" + p + "/users/a-long-id-far-from-t-1"}, Response: managementtest.RecordedResponse{Status: 200}},
+	}}
+	rp := managementtest.NewReplayer(c)
+	miss := func(path string) string {
+		req, _ := http.NewRequest(http.MethodGet, "https://sandbox.example/base"+p+path, nil)
+		resp, err := rp.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotImplemented {
+			t.Fatalf("GET %s = %d, want a miss", path, resp.StatusCode)
+		}
+		return string(body)
+	}
+	if got := miss("/users/t-1"); !strings.Contains(got, "nearest it holds is #2 GET /base"+p+"/users/a-long-id-far-from-t-1") {
+		t.Errorf("a miss of GET /users/t-1 says %s; want the nearest read of a User, #2, not the nearer read of a Thing", got)
+	}
+	if got := miss("/users/u-1/associated_things"); !strings.Contains(got, "it holds no request to GET /base"+p+"/users/u-1/associated_things") {
+		t.Errorf("a miss of a path that is no endpoint says %s", got)
+	}
+	rp = managementtest.NewReplayer(&managementtest.Cassette{BaseURL: c.BaseURL, Interactions: c.Interactions[1:]})
+	if got := miss("/things/t-1"); !strings.Contains(got, "it holds no request to GET /things/{thing_physical_id}") {
+		t.Errorf("a miss of an endpoint the cassette holds no request to says %s", got)
+	}
+}
