@@ -48,6 +48,19 @@ func VerifyFidelity(t testing.TB, path string, opts ...Option) {
 // their associations, as first shown (those a recorded associate created
 // are left for it to create, and those first answered 404 are left out),
 // and an End User token for each one whose recorded verdict was valid.
+//
+// The fake's lists are then in the service's order, ties included: the
+// fake orders Users and Things created (or, by order_by=updatedAt,
+// updated) in the same millisecond by their creation, and the seeding
+// creates them in the order the recorded pages show. Two tied items
+// listed one after the other (on a page, or across a next_page link the
+// cassette followed) were created the later first in a descending list,
+// the earlier first in an ascending one; items no page orders are created
+// in the order first shown. So each page of the fake holds the service's
+// items, and a difference is reported for every page where it occurs.
+// Items of the service's page that the fake's lacks are listed as not
+// compared.
+//
 // Then it sends the cassette's requests to the fake in order, with the
 // fake's credentials and tokens in place of the placeholders, and follows
 // the fake's own next_page links where the service's were followed; a
@@ -56,7 +69,8 @@ func VerifyFidelity(t testing.TB, path string, opts ...Option) {
 // gives only when told) is staged on the fake as it would give it (a 429
 // as WithRateLimit answers, a 5xx as FailNext), so that its shape is
 // compared. It compares each answer with the recorded one and reports each
-// difference once. It sends nothing over a network.
+// difference once, with every interaction where it occurs. It sends
+// nothing over a network.
 func CheckFidelity(c *Cassette, opts ...Option) (*FidelityReport, error) {
 	if c == nil {
 		return nil, errors.New("managementtest: CheckFidelity: no cassette")

@@ -88,10 +88,13 @@ func member(v any, key string) any {
 
 // fields reports the fields one answer has and the other has not, member
 // by member: the items of two lists are paired by their id (id,
-// physical_id, key or name), or by their place when they have none, and
-// an item the other list lacks is not compared; custom_settings are data,
-// not fields, and are not looked into.
+// physical_id, key or name), or by their place when they have none; the
+// service's items the fake's list lacks are not compared, and the report
+// says so (the seeding orders the fake's lists as the service's, ties
+// included, so that a page holds the same items); custom_settings are
+// data, not fields, and are not looked into.
 func (ck *check) fields(n int, name string, sv, fv any, fake func(string) string) {
+	unpaired := map[string]bool{} // the lists whose items went unpaired, noted once
 	var walk func(s, f any, path string)
 	walk = func(s, f any, path string) {
 		switch sx := s.(type) {
@@ -118,10 +121,17 @@ func (ck *check) fields(n int, name string, sv, fv any, fake func(string) string
 			if !ok {
 				return
 			}
+			missing := 0
 			for i, item := range sx {
 				if other, ok := pair(item, i, fx); ok {
 					walk(item, other, path+"[]")
+				} else {
+					missing++
 				}
+			}
+			if missing > 0 && !unpaired[path] {
+				unpaired[path] = true
+				ck.notCompared(fmt.Sprintf("#%d %s: %d of the service's %d items of %s are not in the fake's answer, and were not compared", n, name, missing, len(sx), path+"[]"))
 			}
 		}
 	}

@@ -1,10 +1,12 @@
 package managementtest
 
 import (
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -19,10 +21,12 @@ import (
 // The answers' bodies, as the check reads them.
 type (
 	usersPageBody struct {
-		Users []management.User `json:"users"`
+		Users    []management.User `json:"users"`
+		NextPage *string           `json:"next_page"`
 	}
 	thingsPageBody struct {
-		Things []management.Thing `json:"things"`
+		Things   []management.Thing `json:"things"`
+		NextPage *string            `json:"next_page"`
 	}
 	verdictBody struct {
 		Valid  bool            `json:"is_token_valid"`
@@ -42,6 +46,159 @@ type seeding struct {
 	assocOrder [][2]string
 	left       map[string]bool   // "u:<id>", "t:<id>", "a:<user>/<thing>": not to seed
 	endUsers   map[string]string // placeholder -> user id
+
+	// What the list pages show of the order of items created (or
+	// updated) in the same millisecond, which the fake orders by their
+	// creation: see ties.
+	below               func(path string) string // a recorded path without the base path
+	listings            map[string]*listing      // the listings under way, by the link to their next page
+	latest              map[*ties]*listing       // the listing of each kind read last
+	userTies, thingTies ties
+}
+
+// listing is a list read page by page: its order, and the last item of
+// the page before.
+type listing struct {
+	order ordering
+	last  listed
+}
+
+// listed is an item of a list page: its id, and the times it is ordered by.
+type listed struct {
+	id               string
+	created, updated management.Timestamp
+}
+
+// at is the time o orders it by.
+func (it listed) at(o ordering) management.Timestamp {
+	if o.byUpdated {
+		return it.updated
+	}
+	return it.created
+}
+
+// ties are what the list pages show of the order in which the service
+// created items whose ordering times are equal: the service orders them
+// as the fake does, by creation, so an item listed before a tied one in
+// a descending list was created after it, and before it in an ascending
+// one.
+type ties struct {
+	later map[string][]string // id -> the ids created after it
+}
+
+// before notes that a was created before b.
+func (t *ties) before(a, b string) {
+	if t.later == nil {
+		t.later = make(map[string][]string)
+	}
+	t.later[a] = append(t.later[a], b)
+}
+
+// order returns ids, in the order first shown, reordered so that each
+// comes after those the ties say were created before it; where ties
+// contradict each other (pages read while items changed), the one first
+// shown goes first. It takes time in proportion to the ids and ties, and
+// a logarithm.
+func (t *ties) order(ids []string) []string {
+	if len(t.later) == 0 {
+		return ids
+	}
+	rank := make(map[string]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
+	}
+	waits := make([]int, len(ids)) // the ties before each, not yet placed
+	for a, later := range t.later {
+		if _, ok := rank[a]; ok {
+			for _, b := range later {
+				if j, ok := rank[b]; ok {
+					waits[j]++
+				}
+			}
+		}
+	}
+	ready := &rankHeap{}
+	for i := range ids {
+		if waits[i] == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	placed := make([]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for next := 0; len(out) < len(ids); {
+		var i int
+		if ready.Len() > 0 {
+			i = heap.Pop(ready).(int)
+		} else { // a cycle: the first shown of what is left goes first
+			for placed[next] {
+				next++
+			}
+			i = next
+		}
+		if placed[i] {
+			continue
+		}
+		placed[i] = true
+		out = append(out, ids[i])
+		for _, b := range t.later[ids[i]] {
+			if j, ok := rank[b]; ok && !placed[j] {
+				if waits[j]--; waits[j] == 0 {
+					heap.Push(ready, j)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// rankHeap is a min-heap of ranks.
+type rankHeap []int
+
+func (h rankHeap) Len() int           { return len(h) }
+func (h rankHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rankHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *rankHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// page notes the ties that a list page shows: consecutive items with the
+// same ordering time, on the page and across the link from the page
+// before. A further page whose link no recorded page gave (a cassette
+// edited by hand) is taken to follow the page of its kind read last.
+func (sd *seeding) page(in Interaction, items []listed, next *string, t *ties) {
+	var l listing
+	if q, err := url.ParseQuery(in.Request.Query); err != nil || q.Has("page") {
+		prev := sd.listings[sd.below(in.Request.Path)+"?"+in.Request.Query]
+		if prev == nil {
+			prev = sd.latest[t]
+		}
+		if prev == nil {
+			return
+		}
+		l = *prev
+	} else if o, msg := parseOrdering(q); msg == "" {
+		l.order = o
+	} else {
+		return
+	}
+	for _, it := range items {
+		if l.last.id != "" && l.last.id != it.id && l.last.at(l.order).Equal(it.at(l.order)) {
+			if l.order.ascending {
+				t.before(l.last.id, it.id)
+			} else {
+				t.before(it.id, l.last.id)
+			}
+		}
+		l.last = it
+	}
+	sd.latest[t] = &l
+	if next != nil && *next != "" {
+		sd.listings[*next] = &l
+	}
 }
 
 // seed adds to the fake what the cassette's answers show.
@@ -49,6 +206,7 @@ func (ck *check) seed() {
 	sd := &seeding{
 		users: map[string]*management.UserDetails{}, full: map[string]bool{}, things: map[string]*management.ThingDetails{},
 		assoc: map[[2]string]management.Timestamp{}, left: map[string]bool{}, endUsers: map[string]string{},
+		below: ck.below, listings: map[string]*listing{}, latest: map[*ties]*listing{},
 	}
 	for _, in := range ck.c.Interactions {
 		route, values := ck.routeOf(in)
@@ -57,16 +215,22 @@ func (ck *check) seed() {
 	ck.srv.mu.Lock()
 	defer ck.srv.mu.Unlock()
 	now := time.Now()
-	for _, id := range sd.thingOrder {
+	// Seeded in the order the service created them, as far as the lists
+	// show it (see ties): the fake orders ties by creation.
+	for _, id := range sd.thingTies.order(sd.thingOrder) {
 		if err := ck.srv.store.addThing(*sd.things[id], now); err != nil {
 			ck.notCompared(fmt.Sprintf("Thing %q could not be seeded: %v", id, err))
 		}
 	}
-	for _, id := range sd.userOrder {
+	byUser := map[string][][2]string{}
+	for _, a := range sd.assocOrder {
+		byUser[a[0]] = append(byUser[a[0]], a)
+	}
+	for _, id := range sd.userTies.order(sd.userOrder) {
 		u := *sd.users[id]
 		u.AssociatedThings = nil
-		for _, a := range sd.assocOrder {
-			if a[0] == id && ck.srv.store.things[a[1]] != nil {
+		for _, a := range byUser[id] {
+			if ck.srv.store.things[a[1]] != nil {
 				u.AssociatedThings = append(u.AssociatedThings, management.AssociatedThing{PhysicalID: a[1], AssociationData: management.AssociationData{AssociatedAt: sd.assoc[a]}})
 			}
 		}
@@ -111,9 +275,12 @@ func (sd *seeding) usersPage(_ map[string]string, in Interaction) {
 	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &page) != nil {
 		return
 	}
-	for _, u := range page.Users {
+	items := make([]listed, len(page.Users))
+	for i, u := range page.Users {
 		sd.user(management.UserDetails{User: u}, false)
+		items[i] = listed{u.ID, u.CreatedAt, u.UpdatedAt}
 	}
+	sd.page(in, items, page.NextPage, &sd.userTies)
 }
 
 // userRead notes a User read whole, and the Things it shows; a User
@@ -139,9 +306,12 @@ func (sd *seeding) thingsPage(_ map[string]string, in Interaction) {
 	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &page) != nil {
 		return
 	}
-	for _, t := range page.Things {
+	items := make([]listed, len(page.Things))
+	for i, t := range page.Things {
 		sd.thing(management.ThingDetails{Thing: t})
+		items[i] = listed{t.PhysicalID, t.CreatedAt, t.UpdatedAt}
 	}
+	sd.page(in, items, page.NextPage, &sd.thingTies)
 }
 
 // thingRead notes a Thing answered whole (a read, an update) and the Users
