@@ -15,9 +15,14 @@ import (
 // A Cassette is a recording of the requests a management.Client sent to a
 // service and of the service's answers, as a Recorder writes it and a
 // Replayer and CheckFidelity read it. It holds no credential: the
-// Authorization values, the client secret and the tokens are replaced by
-// placeholders that name them ("{{management_token_1}}"), by position and
-// wherever an answer echoes them, in any encoding.
+// Authorization values (under any spelling of the name and the scheme),
+// the client secret (in Basic, a JSON body or a form body), the
+// management, refresh and id tokens of a token answer and the End User
+// tokens are replaced by placeholders that name them
+// ("{{management_token_1}}"), by position and wherever an answer echoes
+// them, in any encoding; a client id sent in a token request's body is
+// replaced there ("{{client_id_1}}"), so that a replay with another one
+// matches.
 //
 // The file is JSON, written to be reviewed in a pull request: one object
 // per interaction, in the order the requests were sent, members in a fixed

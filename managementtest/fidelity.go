@@ -23,10 +23,11 @@ import (
 // VerifyFidelity runs CheckFidelity on the cassette at path and fails t
 // with the report's table if the fake answered any request otherwise than
 // the service did; otherwise it logs the report. opts configure the fake
-// as for NewServer.
+// as for NewServer. A missing cassette fails t with how to record one, as
+// UseCassette does.
 func VerifyFidelity(t testing.TB, path string, opts ...Option) {
 	t.Helper()
-	c, err := LoadCassette(path)
+	c, err := loadForTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -252,8 +252,9 @@ func TestVerifyFidelity(t *testing.T) {
 	}
 	h = &helperT{TB: t}
 	h.run(func(tb testing.TB) { managementtest.VerifyFidelity(tb, path+".missing") })
-	if !h.fatal {
-		t.Error("VerifyFidelity of a missing cassette did not fail")
+	if !h.fatal || len(h.errors) != 1 || !strings.Contains(h.errors[0], "no cassette at "+path+".missing: record it") ||
+		!strings.Contains(h.errors[0], "MANAGEMENTTEST_RECORD=once") {
+		t.Errorf("VerifyFidelity of a missing cassette failed with %q; want how to record one", h.errors)
 	}
 }
 

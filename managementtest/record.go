@@ -15,9 +15,10 @@ import (
 	"github.com/serviceconnect/management"
 )
 
-// maxRecordedBody bounds an answer's body a Recorder keeps: the SDK's own
-// bound by default (Config.MaxResponseBytes, 32 MiB). The service's
-// answers are far smaller.
+// maxRecordedBody bounds an answer's body a Recorder keeps, 32 MiB: the
+// SDK's own bound by default (Config.MaxResponseBytes). The service's
+// answers are far smaller. docs/defaults.md gives it (TestDefaultsTable
+// in the root module reads it from here).
 const maxRecordedBody = 32 << 20
 
 // reasonRefused is the reason of the answer a Recorder gives, without
@@ -27,9 +28,12 @@ const reasonRefused = "MANAGEMENTTEST.RECORDING_REFUSED"
 // RecordOptions are the options of NewRecorder and UseCassette.
 type RecordOptions struct {
 	// AllowedBaseURLs are the base URLs recording may send requests to: a
-	// sandbox's, never a production service's. NewRecorder refuses any
-	// other base URL, so that a Config read from the environment cannot
-	// point a recording test at the wrong service. Required.
+	// sandbox's, never a production service's, or the fake's while there
+	// is no sandbox (InMemoryURL). NewRecorder refuses any other base URL,
+	// so that a Config read from the environment cannot point a recording
+	// test at the wrong service. Required to record: NewRecorder, and
+	// UseCassette when it records, fail without it. A replay does not read
+	// it: it sends nothing anywhere.
 	AllowedBaseURLs []string
 	// AllowWrites lets the requests that change the service's data
 	// (update a Thing, associate, disassociate: any method but GET, HEAD
