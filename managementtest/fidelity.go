@@ -327,22 +327,14 @@ func (ck *check) managementToken() (string, error) {
 // an End User token it issued, a management token. A placeholder it has
 // no token for stays: the fake finds it invalid, as the service did.
 func (ck *check) fill(body string) string {
-	if !strings.Contains(body, "{{") {
-		return body
-	}
-	for p, tok := range ck.tokens {
-		body = strings.ReplaceAll(body, p, tok)
-	}
-	if strings.Contains(body, "{{"+kindManagementToken+"_") {
-		if tok, err := ck.managementToken(); err == nil {
-			for i := strings.Index(body, "{{"+kindManagementToken+"_"); i >= 0; i = strings.Index(body, "{{"+kindManagementToken+"_") {
-				end := strings.Index(body[i:], "}}")
-				if end < 0 {
-					break
-				}
-				body = body[:i] + tok + body[i+end+2:]
-			}
+	return replacePlaceholders(body, func(p string) (string, bool) {
+		if tok, ok := ck.tokens[p]; ok {
+			return tok, true
 		}
-	}
-	return body
+		if strings.HasPrefix(p, "{{"+kindManagementToken+"_") {
+			tok, err := ck.managementToken()
+			return tok, err == nil
+		}
+		return "", false
+	})
 }

@@ -541,8 +541,15 @@ func (c *credentials) leaked(text string) bool {
 const maxPlaceholder = 48
 
 // blankPlaceholders returns text with each placeholder, and each
-// "{{redacted}}", replaced by a space, in one pass.
+// "{{redacted}}", replaced by a space.
 func blankPlaceholders(text string) string {
+	return replacePlaceholders(text, func(p string) (string, bool) { return " ", true })
+}
+
+// replacePlaceholders returns text with each placeholder p (and each
+// "{{redacted}}") for which with returns true replaced by what it
+// returns, in one pass.
+func replacePlaceholders(text string, with func(p string) (string, bool)) string {
 	var b strings.Builder
 	at := 0
 	for i := 0; ; {
@@ -551,18 +558,20 @@ func blankPlaceholders(text string) string {
 			break
 		}
 		open += i
+		i = open + 1
 		end := strings.Index(text[open+2:min(len(text), open+maxPlaceholder)], "}}")
 		if end < 0 {
-			i = open + 1
 			continue
 		}
 		end += open + 4
-		if p := text[open:end]; isPlaceholder(p) || p == "{{"+kindRedacted+"}}" {
+		p := text[open:end]
+		if !isPlaceholder(p) && p != "{{"+kindRedacted+"}}" {
+			continue
+		}
+		if v, ok := with(p); ok {
 			b.WriteString(text[at:open])
-			b.WriteByte(' ')
+			b.WriteString(v)
 			at, i = end, end
-		} else {
-			i = open + 1
 		}
 	}
 	if at == 0 {
