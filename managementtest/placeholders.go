@@ -13,8 +13,8 @@ import (
 )
 
 // Placeholders. A cassette holds none of the credentials an exchange
-// carries: each is learnt where it stands by position (see learnRequest
-// and learnTokenAnswer), named by a placeholder of its kind and number in
+// carries: each is learnt where it stands by position (see
+// learnAuthorization, learnRequestBody and learnTokenAnswer), named by a placeholder of its kind and number in
 // the order met, "{{management_token_1}}", and replaced by it wherever a
 // text holds it in any form internal/redact knows (the SDK's own
 // redactor: base64, JSON, HTML and percent escapes, once or more). The
@@ -22,10 +22,11 @@ import (
 // order, so that a request matches its recording whatever credentials
 // the test runs with.
 //
-// Every text is searched once for every credential learnt: the
-// credentials' forms are held by one redact.Redactor (a few, for a
-// replay, which learns as it goes: see engines), whose spans are then
-// named by the credential they spell (see name).
+// Each text is given once to one redact.Redactor that holds the forms of
+// every credential learnt (to a few, for a replay, which learns as it
+// goes: see engines), and the spans it finds are then named by the
+// credential they spell (see name). How long that takes in the number of
+// credentials is the Redactor's: today it searches one form at a time.
 
 // The kinds of credential, as their placeholders name them.
 const (
