@@ -3,8 +3,10 @@ package management_test
 import (
 	"fmt"
 	"go/ast"
+	"go/constant"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,6 +37,7 @@ func TestDefaultsTable(t *testing.T) {
 	want["the fake's Client, RetryWaitMin"] = cfg.RetryWaitMin.String()
 	want["the fake's Client, RetryWaitMax"] = cfg.RetryWaitMax.String()
 	want["redisstore.DefaultPrefix"] = stringConst(t, filepath.Join("redisstore", "store.go"), "DefaultPrefix")
+	want["the Recorder's body bound"] = management.Bytes(intConst(t, filepath.Join("managementtest", "record.go"), "maxRecordedBody")).String()
 
 	for name, w := range want {
 		got, ok := table[name]
@@ -125,7 +128,31 @@ func fieldDocs(t *testing.T, dir string) map[string]string {
 // the Go file at path, which belongs to another module of the repository.
 func stringConst(t *testing.T, path, name string) string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	v := constValue(t, path, name)
+	if v.Kind() != constant.String {
+		t.Fatalf("%s: the constant %s is not a string", path, name)
+	}
+	return constant.StringVal(v)
+}
+
+// intConst returns the value of the integer constant name declared in the
+// Go file at path (unexported, in another package), however its value is
+// written (32 << 20).
+func intConst(t *testing.T, path, name string) int64 {
+	t.Helper()
+	v, ok := constant.Int64Val(constValue(t, path, name))
+	if !ok {
+		t.Fatalf("%s: the constant %s is not an int64", path, name)
+	}
+	return v
+}
+
+// constValue returns the value of the constant name declared in the Go
+// file at path, as an untyped constant expression of literals.
+func constValue(t *testing.T, path, name string) constant.Value {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,16 +167,14 @@ func stringConst(t *testing.T, path, name string) string {
 				if id.Name != name || i >= len(vs.Values) {
 					continue
 				}
-				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					v, err := strconv.Unquote(lit.Value)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return v
+				tv, err := types.Eval(fset, nil, token.NoPos, types.ExprString(vs.Values[i]))
+				if err != nil || tv.Value == nil {
+					t.Fatalf("%s: the value of %s is no constant of literals: %v", path, name, err)
 				}
+				return tv.Value
 			}
 		}
 	}
-	t.Fatalf("%s declares no string constant %s", path, name)
-	return ""
+	t.Fatalf("%s declares no constant %s", path, name)
+	return nil
 }

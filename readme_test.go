@@ -99,6 +99,7 @@ var snippetImports = map[string]string{
 	"log":            "log",
 	"slog":           "log/slog",
 	"os":             "os",
+	"regexp":         "regexp",
 	"testing":        "testing",
 	"synctest":       "testing/synctest",
 	"time":           "time",

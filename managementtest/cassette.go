@@ -15,9 +15,14 @@ import (
 // A Cassette is a recording of the requests a management.Client sent to a
 // service and of the service's answers, as a Recorder writes it and a
 // Replayer and CheckFidelity read it. It holds no credential: the
-// Authorization values, the client secret and the tokens are replaced by
-// placeholders that name them ("{{management_token_1}}"), by position and
-// wherever an answer echoes them, in any encoding.
+// Authorization values (under any spelling of the name and the scheme),
+// the client secret (in Basic, a JSON body or a form body), the
+// management, refresh and id tokens of a token answer and the End User
+// tokens are replaced by placeholders that name them
+// ("{{management_token_1}}"), by position and wherever an answer echoes
+// them, in any encoding; a client id sent in a token request's body is
+// replaced there ("{{client_id_1}}"), so that a replay with another one
+// matches.
 //
 // The file is JSON, written to be reviewed in a pull request: one object
 // per interaction, in the order the requests were sent, members in a fixed
@@ -200,7 +205,10 @@ func (c *Cassette) encode() ([]byte, error) {
 }
 
 // LoadCassette reads the cassette file at path, as a Recorder wrote it
-// (and perhaps a person edited it since).
+// (and perhaps a person edited it since). The file holds one JSON object,
+// and white space after it at most: other text after it (a second
+// cassette, the tail of a merge conflict) is an error that names the file
+// and the offset where that text starts.
 func LoadCassette(path string) (*Cassette, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -220,6 +228,12 @@ func decodeCassette(data []byte) (*Cassette, error) {
 	dec.DisallowUnknownFields() // a misspelt member of a hand edit is an error, not ignored
 	if err := dec.Decode(&f); err != nil {
 		return nil, err
+	}
+	// One object, then white space only: text after it (a second cassette,
+	// a merge conflict's tail) would otherwise be ignored unseen.
+	end := int(dec.InputOffset())
+	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("text after the cassette's JSON object, at offset %d: a file holds one cassette", len(data)-len(rest))
 	}
 	if f.Cassette != cassetteVersion {
 		return nil, fmt.Errorf("format %d, want %d (record it again)", f.Cassette, cassetteVersion)
@@ -303,43 +317,42 @@ func port(u *url.URL) string {
 	return "80"
 }
 
-// basePath is the path of the cassette's base URL, without a trailing
-// slash: what precedes the path prefix in every recorded path.
+// basePathOf is the path of a base URL, escaped, without a trailing
+// slash: what precedes the path prefix in every request's path.
+func basePathOf(u *url.URL) string { return strings.TrimSuffix(u.EscapedPath(), "/") }
+
+// basePath is the path of the cassette's base URL (see basePathOf).
 func (c *Cassette) basePath() string {
 	u, err := parseBase(c.BaseURL)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSuffix(u.EscapedPath(), "/")
+	return basePathOf(u)
 }
 
 // pathPrefix is the path prefix the recorded requests were sent with:
 // what the path of a token or authenticate request holds between the base
-// URL's path and the endpoint, else of the first request of a list or a
-// read, else DefaultPathPrefix.
+// URL's path and the endpoint (their paths have no parameter, so they
+// tell it best), else that of the first request to an endpoint, else
+// DefaultPathPrefix.
 func (c *Cassette) pathPrefix() string {
 	base := c.basePath()
-	var fallback string
+	fallback, found := "", false
 	for _, in := range c.Interactions {
-		p, ok := strings.CutPrefix(in.Request.Path, base)
+		p, ok := belowBase(base, in.Request.Path)
 		if !ok {
 			continue
 		}
-		for _, end := range []string{"/auth/token", "/authenticate"} {
-			if prefix, ok := strings.CutSuffix(p, end); ok {
-				return unescapedOr(prefix)
-			}
-		}
-		if fallback == "" {
-			for _, seg := range []string{"/users", "/things"} {
-				if i := strings.Index(p+"/", seg+"/"); i >= 0 {
-					fallback = unescapedOr(p[:i])
-					break
-				}
-			}
+		route, prefix, _, ok := matchRoute(in.Request.Method, p)
+		switch {
+		case !ok:
+		case route.is(tokenEndpoint) || route.is(authenticateEndpoint):
+			return unescapedOr(prefix)
+		case !found:
+			fallback, found = unescapedOr(prefix), true
 		}
 	}
-	if fallback != "" {
+	if found {
 		return fallback
 	}
 	return DefaultPathPrefix

@@ -86,3 +86,99 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchThings), "ns/request")
 }
+
+// tokenCounts are the sizes of the benchmarks of many End User tokens:
+// as many authenticate requests as distinct tokens. -short (CI, which
+// runs every benchmark once) runs the smallest only.
+var tokenCounts = []int{100, 1000, 10000}
+
+// forTokenCounts runs bench for each of tokenCounts.
+func forTokenCounts(b *testing.B, bench func(b *testing.B, n int)) {
+	for _, n := range tokenCounts {
+		b.Run(fmt.Sprintf("tokens=%d", n), func(b *testing.B) {
+			if testing.Short() && n > tokenCounts[0] {
+				b.Skip("-short: the smallest size only")
+			}
+			bench(b, n)
+		})
+	}
+}
+
+// authenticateAll authenticates tokens through transport, each once.
+func authenticateAll(b *testing.B, cfg management.Config, transport http.RoundTripper, tokens []string) {
+	b.Helper()
+	cfg.HTTPClient = &http.Client{Transport: transport}
+	client, err := management.NewClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tok := range tokens {
+		if _, err := client.Authenticate(b.Context(), "Bearer "+tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// recordTokens records n authenticate requests, each with an End User
+// token of its own, valid, into path; the cassette is not yet written.
+func recordTokens(b *testing.B, n int, path string) *managementtest.Recorder {
+	b.Helper()
+	srv := managementtest.NewInMemoryServer()
+	srv.AddUser(management.UserDetails{User: management.User{ID: "u-1"}})
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = srv.IssueEndUserToken("u-1")
+	}
+	rec, err := managementtest.NewRecorder(path, srv.URL, managementtest.RecordOptions{AllowedBaseURLs: []string{srv.URL}, Transport: srv.Transport()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	authenticateAll(b, srv.Config(), rec, tokens)
+	return rec
+}
+
+// BenchmarkRecorderCloseTokens measures writing a cassette of n
+// authenticate requests with as many distinct End User tokens: each is
+// learnt, and every text of every interaction is searched for all of
+// them.
+func BenchmarkRecorderCloseTokens(b *testing.B) {
+	forTokenCounts(b, func(b *testing.B, n int) {
+		path := filepath.Join(b.TempDir(), "c.json")
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			rec := recordTokens(b, n, path)
+			b.StartTimer()
+			if err := rec.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/interaction")
+	})
+}
+
+// BenchmarkReplayTokens measures a replay of that cassette through a
+// Client, with other tokens than the recording's: each is learnt as it
+// comes, and each request's texts searched for all those learnt so far.
+func BenchmarkReplayTokens(b *testing.B) {
+	forTokenCounts(b, func(b *testing.B, n int) {
+		path := filepath.Join(b.TempDir(), "c.json")
+		if err := recordTokens(b, n, path).Close(); err != nil {
+			b.Fatal(err)
+		}
+		c, err := managementtest.LoadCassette(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens := make([]string, n)
+		for i := range tokens {
+			tokens[i] = fmt.Sprintf("replay-token-%06d", i)
+		}
+		cfg := management.Config{BaseURL: c.BaseURL, ClientID: "id", ClientSecret: "secret"}
+		b.ReportAllocs()
+		for b.Loop() {
+			authenticateAll(b, cfg, managementtest.NewReplayer(c), tokens)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/interaction")
+	})
+}

@@ -189,6 +189,28 @@ func TestLoadCassetteRefusesWhatItCannotReplay(t *testing.T) {
 			t.Errorf("%s: LoadCassette = %v; want an error that names the file", name, err)
 		}
 	}
+	// Text after the object is refused, with its offset; white space is not.
+	one := `{"cassette": 1, "base_url": "https://x.example", "interactions": []}`
+	for _, tc := range []struct{ name, text, want string }{
+		{"second cassette", one + "\n" + one, fmt.Sprintf("at offset %d", len(one)+1)},
+		{"merge tail", one + "\n>>>>>>> theirs\n", fmt.Sprintf("at offset %d", len(one)+1)},
+		{"a stray bracket", one + "}", fmt.Sprintf("at offset %d", len(one))},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := managementtest.LoadCassette(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: LoadCassette = %v; want an error that names the file and says %q", tc.name, err, tc.want)
+		}
+	}
+	spaced := filepath.Join(dir, "spaced.json")
+	if err := os.WriteFile(spaced, []byte(one+" \r\n\t\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := managementtest.LoadCassette(spaced); err != nil {
+		t.Errorf("LoadCassette of a cassette followed by white space = %v", err)
+	}
 	if _, err := managementtest.LoadCassette(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadCassette of a missing file = %v; want one matching os.ErrNotExist", err)
 	}
@@ -210,5 +232,39 @@ func TestNewReplayerNil(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), "NOT_RECORDED") {
 		t.Errorf("RoundTrip = %d %s; want 501 NOT_RECORDED", resp.StatusCode, body)
+	}
+}
+
+// A miss names the nearest request to its own endpoint, and none when the
+// cassette holds no request to it: however near another endpoint's is.
+func TestReplayMissNamesItsEndpointOnly(t *testing.T) {
+	p := managementtest.DefaultPathPrefix
+	c := &managementtest.Cassette{BaseURL: "https://sandbox.example/base", Interactions: []managementtest.Interaction{
+		{Request: managementtest.RecordedRequest{Method: "GET", Path: "/base" + p + "/things/t-1"}, Response: managementtest.RecordedResponse{Status: 200}},
+		{Request: managementtest.RecordedRequest{Method: "GET", Path: "/base" + p + "/users/a-long-id-far-from-t-1"}, Response: managementtest.RecordedResponse{Status: 200}},
+	}}
+	rp := managementtest.NewReplayer(c)
+	miss := func(path string) string {
+		req, _ := http.NewRequest(http.MethodGet, "https://sandbox.example/base"+p+path, nil)
+		resp, err := rp.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotImplemented {
+			t.Fatalf("GET %s = %d, want a miss", path, resp.StatusCode)
+		}
+		return string(body)
+	}
+	if got := miss("/users/t-1"); !strings.Contains(got, "nearest it holds is #2 GET /base"+p+"/users/a-long-id-far-from-t-1") {
+		t.Errorf("a miss of GET /users/t-1 says %s; want the nearest read of a User, #2, not the nearer read of a Thing", got)
+	}
+	if got := miss("/users/u-1/associated_things"); !strings.Contains(got, "it holds no request to GET /base"+p+"/users/u-1/associated_things") {
+		t.Errorf("a miss of a path that is no endpoint says %s", got)
+	}
+	rp = managementtest.NewReplayer(&managementtest.Cassette{BaseURL: c.BaseURL, Interactions: c.Interactions[1:]})
+	if got := miss("/things/t-1"); !strings.Contains(got, "it holds no request to GET /things/{thing_physical_id}") {
+		t.Errorf("a miss of an endpoint the cassette holds no request to says %s", got)
 	}
 }

@@ -79,7 +79,7 @@ func add(q *map[Route][]*fault, route Route, f *fault) {
 // FailNext panics on an unknown route, n < 1, a status outside 400 to 599
 // or a negative retryAfter.
 func (s *service) FailNext(route Route, n, status int, retryAfter time.Duration) {
-	s.knownRoute(route, "FailNext")
+	knownRoute(route, "FailNext")
 	if n < 1 || status < 400 || status > 599 || retryAfter < 0 {
 		panic(fmt.Sprintf("managementtest: FailNext(%s, %d, %d, %v): want n >= 1, a status from 400 to 599 and retryAfter >= 0", route, n, status, retryAfter))
 	}
@@ -91,7 +91,7 @@ func (s *service) FailNext(route Route, n, status int, retryAfter time.Duration)
 // panics on an unknown route, n < 1 or a Response that cannot be sent
 // (see Response). The server keeps its own copy of r.
 func (s *service) FailNextWith(route Route, n int, r Response) {
-	s.knownRoute(route, "FailNextWith")
+	knownRoute(route, "FailNextWith")
 	s.addFailure(route, "", n, r, "FailNextWith")
 }
 
@@ -102,7 +102,7 @@ func (s *service) FailNextWith(route Route, n int, r Response) {
 // an unknown route, a route without path values, an empty id, n < 1 or a
 // Response that cannot be sent.
 func (s *service) FailNextFor(route Route, id string, n int, r Response) {
-	s.knownRoute(route, "FailNextFor")
+	knownRoute(route, "FailNextFor")
 	if len(route.params()) == 0 || id == "" {
 		panic(fmt.Sprintf("managementtest: FailNextFor(%s, %q): want a route with path values and a non-empty id", route, id))
 	}
@@ -125,7 +125,7 @@ func (s *service) addFailure(route Route, id string, n int, r Response, caller s
 // still waiting when Close is called (see Close). It panics on an unknown
 // route, n < 1 or d <= 0.
 func (s *service) DelayNext(route Route, n int, d time.Duration) {
-	s.knownRoute(route, "DelayNext")
+	knownRoute(route, "DelayNext")
 	if n < 1 || d <= 0 {
 		panic(fmt.Sprintf("managementtest: DelayNext(%s, %d, %v): want n >= 1 and d > 0", route, n, d))
 	}
@@ -144,7 +144,7 @@ func (s *service) ClearFaults() {
 // Requests returns how many requests reached route so far, including
 // refused and faulted ones. It panics on an unknown route.
 func (s *service) Requests(route Route) int {
-	s.knownRoute(route, "Requests")
+	knownRoute(route, "Requests")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[route]

@@ -252,8 +252,9 @@ func TestVerifyFidelity(t *testing.T) {
 	}
 	h = &helperT{TB: t}
 	h.run(func(tb testing.TB) { managementtest.VerifyFidelity(tb, path+".missing") })
-	if !h.fatal {
-		t.Error("VerifyFidelity of a missing cassette did not fail")
+	if !h.fatal || len(h.errors) != 1 || !strings.Contains(h.errors[0], "no cassette at "+path+".missing: record it") ||
+		!strings.Contains(h.errors[0], "MANAGEMENTTEST_RECORD=once") {
+		t.Errorf("VerifyFidelity of a missing cassette failed with %q; want how to record one", h.errors)
 	}
 }
 
@@ -267,6 +268,57 @@ func TestFidelityPairsListItems(t *testing.T) {
 	r := checkFidelity(t, c)
 	want := []managementtest.Difference{{Interactions: []int{2}, Request: "GET /users", Aspect: "field users[].email", Service: "absent", Fake: "present"}}
 	if diff := cmp.Diff(want, r.Differences); diff != "" {
+		t.Errorf("differences (-want +got):\n%s\n%s", diff, r)
+	}
+}
+
+// Items created (or updated) in the same millisecond are listed by the
+// fake in the order the service created them, as the pages show it: with
+// a page size of 1, each page of the fake holds the service's item, and a
+// field renamed on pages 2, 3 and 4 is reported on each of them.
+func TestFidelityTiedItemsPageByPage(t *testing.T) {
+	srv := managementtest.NewInMemoryServer(managementtest.WithPageSize(1))
+	at := management.NewTimestamp(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for _, id := range []string{"t-1", "t-2", "t-3", "t-4"} {
+		srv.AddThing(management.ThingDetails{Thing: management.Thing{PhysicalID: id, Model: "m", FirmwareVersion: "1", CreatedAt: at, UpdatedAt: at}})
+	}
+	for _, id := range []string{"u-1", "u-2", "u-3", "u-4"} {
+		srv.AddUser(management.UserDetails{User: management.User{ID: id, FirstName: management.Ptr("Name " + id), CreatedAt: at}})
+	}
+	var listed []string
+	c := recordWith(t, srv, func(client *management.Client) {
+		for u, err := range client.Users.List(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed = append(listed, u.ID)
+		}
+		for th, err := range client.Things.List(t.Context(), &management.ListOptions{OrderBy: management.OrderByUpdatedAt, Direction: management.Ascending}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed = append(listed, th.PhysicalID)
+		}
+	})
+	if want := []string{"u-4", "u-3", "u-2", "u-1", "t-1", "t-2", "t-3", "t-4"}; !slices.Equal(listed, want) || len(c.Interactions) != 9 {
+		t.Fatalf("recorded %d interactions listing %q; want the token and 8 pages listing %q", len(c.Interactions), listed, want)
+	}
+	if r := checkFidelity(t, c); len(r.Differences) != 0 || len(r.NotCompared) != 0 || r.Compared != 9 {
+		t.Errorf("the fake differs from its own recording:\n%s", r)
+	}
+
+	for i := 2; i <= 4; i++ { // pages 2, 3 and 4 of each list: interactions 3-5 and 7-9
+		c.Interactions[i].Response.Body = strings.Replace(c.Interactions[i].Response.Body, `"first_name":`, `"given_name":`, 1)
+		c.Interactions[i+4].Response.Body = strings.Replace(c.Interactions[i+4].Response.Body, `"firmware_version":`, `"firmware":`, 1)
+	}
+	r := checkFidelity(t, c)
+	want := []managementtest.Difference{
+		{Interactions: []int{3, 4, 5}, Request: "GET /users", Aspect: "field users[].given_name", Service: "present", Fake: "absent"},
+		{Interactions: []int{3, 4, 5}, Request: "GET /users", Aspect: "field users[].first_name", Service: "absent", Fake: "present"},
+		{Interactions: []int{7, 8, 9}, Request: "GET /things", Aspect: "field things[].firmware", Service: "present", Fake: "absent"},
+		{Interactions: []int{7, 8, 9}, Request: "GET /things", Aspect: "field things[].firmware_version", Service: "absent", Fake: "present"},
+	}
+	if diff := cmp.Diff(want, r.Differences); diff != "" || len(r.NotCompared) != 0 {
 		t.Errorf("differences (-want +got):\n%s\n%s", diff, r)
 	}
 }

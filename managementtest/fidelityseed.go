@@ -1,10 +1,12 @@
 package managementtest
 
 import (
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -19,10 +21,12 @@ import (
 // The answers' bodies, as the check reads them.
 type (
 	usersPageBody struct {
-		Users []management.User `json:"users"`
+		Users    []management.User `json:"users"`
+		NextPage *string           `json:"next_page"`
 	}
 	thingsPageBody struct {
-		Things []management.Thing `json:"things"`
+		Things   []management.Thing `json:"things"`
+		NextPage *string            `json:"next_page"`
 	}
 	verdictBody struct {
 		Valid  bool            `json:"is_token_valid"`
@@ -42,6 +46,159 @@ type seeding struct {
 	assocOrder [][2]string
 	left       map[string]bool   // "u:<id>", "t:<id>", "a:<user>/<thing>": not to seed
 	endUsers   map[string]string // placeholder -> user id
+
+	// What the list pages show of the order of items created (or
+	// updated) in the same millisecond, which the fake orders by their
+	// creation: see ties.
+	below               func(path string) string // a recorded path without the base path
+	listings            map[string]*listing      // the listings under way, by the link to their next page
+	latest              map[*ties]*listing       // the listing of each kind read last
+	userTies, thingTies ties
+}
+
+// listing is a list read page by page: its order, and the last item of
+// the page before.
+type listing struct {
+	order ordering
+	last  listed
+}
+
+// listed is an item of a list page: its id, and the times it is ordered by.
+type listed struct {
+	id               string
+	created, updated management.Timestamp
+}
+
+// at is the time o orders it by.
+func (it listed) at(o ordering) management.Timestamp {
+	if o.byUpdated {
+		return it.updated
+	}
+	return it.created
+}
+
+// ties are what the list pages show of the order in which the service
+// created items whose ordering times are equal: the service orders them
+// as the fake does, by creation, so an item listed before a tied one in
+// a descending list was created after it, and before it in an ascending
+// one.
+type ties struct {
+	later map[string][]string // id -> the ids created after it
+}
+
+// before notes that a was created before b.
+func (t *ties) before(a, b string) {
+	if t.later == nil {
+		t.later = make(map[string][]string)
+	}
+	t.later[a] = append(t.later[a], b)
+}
+
+// order returns ids, in the order first shown, reordered so that each
+// comes after those the ties say were created before it; where ties
+// contradict each other (pages read while items changed), the one first
+// shown goes first. It takes time in proportion to the ids and ties, and
+// a logarithm.
+func (t *ties) order(ids []string) []string {
+	if len(t.later) == 0 {
+		return ids
+	}
+	rank := make(map[string]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
+	}
+	waits := make([]int, len(ids)) // the ties before each, not yet placed
+	for a, later := range t.later {
+		if _, ok := rank[a]; ok {
+			for _, b := range later {
+				if j, ok := rank[b]; ok {
+					waits[j]++
+				}
+			}
+		}
+	}
+	ready := &rankHeap{}
+	for i := range ids {
+		if waits[i] == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	placed := make([]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for next := 0; len(out) < len(ids); {
+		var i int
+		if ready.Len() > 0 {
+			i = heap.Pop(ready).(int)
+		} else { // a cycle: the first shown of what is left goes first
+			for placed[next] {
+				next++
+			}
+			i = next
+		}
+		if placed[i] {
+			continue
+		}
+		placed[i] = true
+		out = append(out, ids[i])
+		for _, b := range t.later[ids[i]] {
+			if j, ok := rank[b]; ok && !placed[j] {
+				if waits[j]--; waits[j] == 0 {
+					heap.Push(ready, j)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// rankHeap is a min-heap of ranks.
+type rankHeap []int
+
+func (h rankHeap) Len() int           { return len(h) }
+func (h rankHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rankHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *rankHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// page notes the ties that a list page shows: consecutive items with the
+// same ordering time, on the page and across the link from the page
+// before. A further page whose link no recorded page gave (a cassette
+// edited by hand) is taken to follow the page of its kind read last.
+func (sd *seeding) page(in Interaction, items []listed, next *string, t *ties) {
+	var l listing
+	if q, err := url.ParseQuery(in.Request.Query); err != nil || q.Has("page") {
+		prev := sd.listings[sd.below(in.Request.Path)+"?"+in.Request.Query]
+		if prev == nil {
+			prev = sd.latest[t]
+		}
+		if prev == nil {
+			return
+		}
+		l = *prev
+	} else if o, msg := parseOrdering(q); msg == "" {
+		l.order = o
+	} else {
+		return
+	}
+	for _, it := range items {
+		if l.last.id != "" && l.last.id != it.id && l.last.at(l.order).Equal(it.at(l.order)) {
+			if l.order.ascending {
+				t.before(l.last.id, it.id)
+			} else {
+				t.before(it.id, l.last.id)
+			}
+		}
+		l.last = it
+	}
+	sd.latest[t] = &l
+	if next != nil && *next != "" {
+		sd.listings[*next] = &l
+	}
 }
 
 // seed adds to the fake what the cassette's answers show.
@@ -49,24 +206,31 @@ func (ck *check) seed() {
 	sd := &seeding{
 		users: map[string]*management.UserDetails{}, full: map[string]bool{}, things: map[string]*management.ThingDetails{},
 		assoc: map[[2]string]management.Timestamp{}, left: map[string]bool{}, endUsers: map[string]string{},
+		below: ck.below, listings: map[string]*listing{}, latest: map[*ties]*listing{},
 	}
 	for _, in := range ck.c.Interactions {
-		route, values := ck.srv.routeOf(in.Request.Method, ck.below(in.Request.Path))
+		route, values := ck.routeOf(in)
 		sd.read(route, values, in)
 	}
 	ck.srv.mu.Lock()
 	defer ck.srv.mu.Unlock()
 	now := time.Now()
-	for _, id := range sd.thingOrder {
+	// Seeded in the order the service created them, as far as the lists
+	// show it (see ties): the fake orders ties by creation.
+	for _, id := range sd.thingTies.order(sd.thingOrder) {
 		if err := ck.srv.store.addThing(*sd.things[id], now); err != nil {
 			ck.notCompared(fmt.Sprintf("Thing %q could not be seeded: %v", id, err))
 		}
 	}
-	for _, id := range sd.userOrder {
+	byUser := map[string][][2]string{}
+	for _, a := range sd.assocOrder {
+		byUser[a[0]] = append(byUser[a[0]], a)
+	}
+	for _, id := range sd.userTies.order(sd.userOrder) {
 		u := *sd.users[id]
 		u.AssociatedThings = nil
-		for _, a := range sd.assocOrder {
-			if a[0] == id && ck.srv.store.things[a[1]] != nil {
+		for _, a := range byUser[id] {
+			if ck.srv.store.things[a[1]] != nil {
 				u.AssociatedThings = append(u.AssociatedThings, management.AssociatedThing{PhysicalID: a[1], AssociationData: management.AssociationData{AssociatedAt: sd.assoc[a]}})
 			}
 		}
@@ -83,82 +247,142 @@ func (ck *check) seed() {
 	}
 }
 
-// read notes what the answer of in shows.
+// seeders note what the answer of each endpoint shows, by route. Each is
+// given the request's path values and the interaction.
+var seeders = map[Route]func(sd *seeding, values map[string]string, in Interaction){
+	RouteListUsers:    (*seeding).usersPage,
+	RouteGetUser:      (*seeding).userRead,
+	RouteListThings:   (*seeding).thingsPage,
+	RouteGetThing:     (*seeding).thingRead,
+	RouteUpdateThing:  (*seeding).thingRead,
+	RouteAssociate:    (*seeding).associated,
+	RouteDisassociate: (*seeding).disassociated,
+	RouteAuthenticate: (*seeding).verdict,
+}
+
+// read notes what the answer of in, a request to route, shows.
 func (sd *seeding) read(route Route, values map[string]string, in Interaction) {
-	status, body := in.Response.Status, []byte(in.Response.Body)
-	if status == http.StatusNotFound {
-		switch route {
-		case RouteGetUser:
-			sd.leave("u:" + values["user_id"])
-		case RouteGetThing:
-			sd.leave("t:" + values["thing_physical_id"])
-		}
+	if seed := seeders[route]; seed != nil {
+		seed(sd, values, in)
+	}
+}
+
+// success reports whether in was answered 2xx.
+func success(in Interaction) bool { return in.Response.Status/100 == 2 }
+
+func (sd *seeding) usersPage(_ map[string]string, in Interaction) {
+	var page usersPageBody
+	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &page) != nil {
 		return
 	}
-	if status/100 != 2 {
+	items := make([]listed, len(page.Users))
+	for i, u := range page.Users {
+		sd.user(management.UserDetails{User: u}, false)
+		items[i] = listed{u.ID, u.CreatedAt, u.UpdatedAt}
+	}
+	sd.page(in, items, page.NextPage, &sd.userTies)
+}
+
+// userRead notes a User read whole, and the Things it shows; a User
+// answered 404 is left out.
+func (sd *seeding) userRead(values map[string]string, in Interaction) {
+	if in.Response.Status == http.StatusNotFound {
+		sd.leave("u:" + values["user_id"])
 		return
 	}
-	switch route {
-	case RouteListUsers:
-		var page usersPageBody
-		if json.Unmarshal(body, &page) == nil {
-			for _, u := range page.Users {
-				sd.user(management.UserDetails{User: u}, false)
-			}
-		}
-	case RouteGetUser:
-		var u management.UserDetails
-		if decodeExact(body, &u) == nil && u.ID != "" {
-			sd.user(u, true)
-			for _, at := range u.AssociatedThings {
-				sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: at.PhysicalID, Name: at.Name, Model: at.Model, FirmwareVersion: at.FirmwareVersion, LastSeen: at.LastSeenAt}})
-				sd.association(u.ID, at.PhysicalID, at.AssociationData.AssociatedAt)
-			}
-		}
-	case RouteListThings:
-		var page thingsPageBody
-		if json.Unmarshal(body, &page) == nil {
-			for _, t := range page.Things {
-				sd.thing(management.ThingDetails{Thing: t})
-			}
-		}
-	case RouteGetThing, RouteUpdateThing, RouteAssociate:
-		var t management.ThingDetails
-		if decodeExact(body, &t) != nil || t.PhysicalID == "" {
-			return
-		}
-		if route == RouteAssociate {
-			// What the associate made is left for it to make again: a
-			// Thing it created (201), and the association.
-			if status == http.StatusCreated {
-				sd.leave("t:" + t.PhysicalID)
-			}
-			sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
-			sd.leave("a:" + values["user_id"] + "/" + t.PhysicalID)
-		}
-		sd.thing(t)
-		for _, au := range t.AssociatedUsers {
-			sd.user(management.UserDetails{User: management.User{ID: au.ID}}, false)
-			sd.association(au.ID, t.PhysicalID, au.AssociationData.AssociatedAt)
-		}
-	case RouteDisassociate:
-		sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
-		sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: values["physical_id"]}})
-		sd.association(values["user_id"], values["physical_id"], management.Timestamp{})
-	case RouteAuthenticate:
-		var v verdictBody
-		if json.Unmarshal(body, &v) != nil || !v.Valid || v.Role != management.RoleAppUser || v.UserID == "" {
-			return
-		}
-		var req struct {
-			AccessToken string `json:"access_token"`
-		}
-		_ = json.Unmarshal([]byte(in.Request.Body), &req)
-		_, tok, _ := strings.Cut(req.AccessToken, " ")
-		if isPlaceholder(tok) {
-			sd.endUsers[tok] = v.UserID
-			sd.user(management.UserDetails{User: management.User{ID: v.UserID}}, false)
-		}
+	var u management.UserDetails
+	if !success(in) || decodeExact([]byte(in.Response.Body), &u) != nil || u.ID == "" {
+		return
+	}
+	sd.user(u, true)
+	for _, at := range u.AssociatedThings {
+		sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: at.PhysicalID, Name: at.Name, Model: at.Model, FirmwareVersion: at.FirmwareVersion, LastSeen: at.LastSeenAt}})
+		sd.association(u.ID, at.PhysicalID, at.AssociationData.AssociatedAt)
+	}
+}
+
+func (sd *seeding) thingsPage(_ map[string]string, in Interaction) {
+	var page thingsPageBody
+	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &page) != nil {
+		return
+	}
+	items := make([]listed, len(page.Things))
+	for i, t := range page.Things {
+		sd.thing(management.ThingDetails{Thing: t})
+		items[i] = listed{t.PhysicalID, t.CreatedAt, t.UpdatedAt}
+	}
+	sd.page(in, items, page.NextPage, &sd.thingTies)
+}
+
+// thingRead notes a Thing answered whole (a read, an update) and the Users
+// it shows; a Thing read answered 404 is left out.
+func (sd *seeding) thingRead(values map[string]string, in Interaction) {
+	if in.Response.Status == http.StatusNotFound && in.Request.Method == http.MethodGet {
+		sd.leave("t:" + values["thing_physical_id"])
+		return
+	}
+	if t, ok := thingAnswer(in); ok {
+		sd.thingAndUsers(t)
+	}
+}
+
+// associated notes the Thing of an associate's answer, leaving what the
+// associate made for it to make again: a Thing it created (201), and the
+// association.
+func (sd *seeding) associated(values map[string]string, in Interaction) {
+	t, ok := thingAnswer(in)
+	if !ok {
+		return
+	}
+	if in.Response.Status == http.StatusCreated {
+		sd.leave("t:" + t.PhysicalID)
+	}
+	sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
+	sd.leave("a:" + values["user_id"] + "/" + t.PhysicalID)
+	sd.thingAndUsers(t)
+}
+
+// thingAnswer decodes the Thing of a 2xx answer.
+func thingAnswer(in Interaction) (management.ThingDetails, bool) {
+	var t management.ThingDetails
+	ok := success(in) && decodeExact([]byte(in.Response.Body), &t) == nil && t.PhysicalID != ""
+	return t, ok
+}
+
+// thingAndUsers notes a Thing and the Users associated with it.
+func (sd *seeding) thingAndUsers(t management.ThingDetails) {
+	sd.thing(t)
+	for _, au := range t.AssociatedUsers {
+		sd.user(management.UserDetails{User: management.User{ID: au.ID}}, false)
+		sd.association(au.ID, t.PhysicalID, au.AssociationData.AssociatedAt)
+	}
+}
+
+// disassociated notes the association a disassociate ended, which was
+// there before.
+func (sd *seeding) disassociated(values map[string]string, in Interaction) {
+	if !success(in) {
+		return
+	}
+	sd.user(management.UserDetails{User: management.User{ID: values["user_id"]}}, false)
+	sd.thing(management.ThingDetails{Thing: management.Thing{PhysicalID: values["physical_id"]}})
+	sd.association(values["user_id"], values["physical_id"], management.Timestamp{})
+}
+
+// verdict notes the User of an End User token the service found valid.
+func (sd *seeding) verdict(_ map[string]string, in Interaction) {
+	var v verdictBody
+	if !success(in) || json.Unmarshal([]byte(in.Response.Body), &v) != nil || !v.Valid || v.Role != management.RoleAppUser || v.UserID == "" {
+		return
+	}
+	var req struct {
+		AccessToken string `json:"access_token"`
+	}
+	_ = json.Unmarshal([]byte(in.Request.Body), &req)
+	_, tok, _ := strings.Cut(req.AccessToken, " ")
+	if isPlaceholder(tok) {
+		sd.endUsers[tok] = v.UserID
+		sd.user(management.UserDetails{User: management.User{ID: v.UserID}}, false)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -12,22 +13,34 @@ import (
 )
 
 // Placeholders. A cassette holds none of the credentials an exchange
-// carries: each is learnt where it stands by position (the Authorization
-// header, the access_token of the token answer and of an authenticate
-// body), named by a placeholder of its kind and number in the order met,
-// "{{management_token_1}}", and replaced by it wherever a text holds it in
-// any form internal/redact knows (the SDK's own redactor: base64, JSON,
-// HTML and percent escapes, once or more). The replay learns the values
-// its requests carry in the same places and order, so that a request
-// matches its recording whatever tokens the test runs with.
+// carries: each is learnt where it stands by position (see
+// learnAuthorization, learnRequestBody and learnTokenAnswer), named by a placeholder of its kind and number in
+// the order met, "{{management_token_1}}", and replaced by it wherever a
+// text holds it in any form internal/redact knows (the SDK's own
+// redactor: base64, JSON, HTML and percent escapes, once or more). The
+// replay learns the values its requests carry in the same places and
+// order, so that a request matches its recording whatever credentials
+// the test runs with.
+//
+// Each text is given once to one redact.Redactor that holds the forms of
+// every credential learnt (to a few, for a replay, which learns as it
+// goes: see engines), and the spans it finds are then named by the
+// credential they spell (see name). How long that takes in the number of
+// credentials is the Redactor's: today it searches one form at a time.
 
 // The kinds of credential, as their placeholders name them.
 const (
 	kindClientSecret      = "client_secret"
 	kindClientCredentials = "client_credentials" // "<id>:<secret>", and so the Basic value
 	kindManagementToken   = "management_token"
+	kindRefreshToken      = "refresh_token"
+	kindIDToken           = "id_token"
 	kindEndUserToken      = "end_user_token"
-	kindRedacted          = "redacted" // a header that carries a credential by its name
+	// A client id sent in a token request's body: replaced there, by
+	// position, so that a replay with another id matches; no secret, so
+	// not searched for elsewhere.
+	kindClientID = "client_id"
+	kindRedacted = "redacted" // a header that carries a credential by its name
 )
 
 // A credential learnt, and its placeholder.
@@ -35,19 +48,35 @@ type credential struct {
 	value       string
 	forms       []string // value and what holds it whole: "Bearer <token>", a Basic value
 	placeholder string
-	redactor    *redact.Redactor // of forms, so that a span names this credential
+	own         *redact.Redactor // of forms alone, made when a span needs naming (see name)
 }
 
 // credentials are the credentials learnt from exchanges, in the order met.
 // Not safe for concurrent use.
 type credentials struct {
-	list  []credential
-	count map[string]int // per kind
+	list    []credential
+	byValue map[string]int    // value -> index in list
+	count   map[string]int    // per kind
+	ids     map[string]string // client id -> its placeholder
+	// spelled maps the usual spellings of each form (as it is, base64,
+	// JSON and percent escapes) to the index of its credential, so that a
+	// span is named without searching it again.
+	spelled map[string]int
+	// The engines: tiers of forms, each with its Redactor, the older and
+	// larger first, and the forms learnt since the last one was made.
+	tiers   []tier
+	pending []string
 }
 
-// isPlaceholder reports whether v is a placeholder of a token, which is
-// never learnt as a credential (a replay's token is the recorded
-// placeholder): "{{" and a kind, "_" and a number, "}}".
+// tier is one engine over some of the forms learnt.
+type tier struct {
+	forms []string
+	r     *redact.Redactor
+}
+
+// isPlaceholder reports whether v is a placeholder of a credential, which
+// is never learnt as one (a replay's token is the recorded placeholder):
+// "{{" and a kind, "_" and a number, "}}".
 func isPlaceholder(v string) bool {
 	inner, ok := strings.CutPrefix(v, "{{")
 	inner, closed := strings.CutSuffix(inner, "}}")
@@ -59,7 +88,7 @@ func isPlaceholder(v string) bool {
 		return false
 	}
 	switch inner[:i] {
-	case kindClientSecret, kindClientCredentials, kindManagementToken, kindEndUserToken:
+	case kindClientSecret, kindClientCredentials, kindManagementToken, kindRefreshToken, kindIDToken, kindEndUserToken, kindClientID:
 		return true
 	}
 	return false
@@ -75,26 +104,67 @@ func (c *credentials) learn(value, kind string, forms ...string) string {
 	if value == "" || isPlaceholder(value) {
 		return value
 	}
-	i := slices.IndexFunc(c.list, func(cr credential) bool { return cr.value == value })
-	if i < 0 {
+	i, ok := c.byValue[value]
+	if !ok {
 		if c.count == nil {
-			c.count = make(map[string]int)
+			c.count, c.byValue, c.spelled = make(map[string]int), make(map[string]int), make(map[string]int)
 		}
 		c.count[kind]++
-		c.list = append(c.list, credential{value: value, forms: []string{value}, placeholder: fmt.Sprintf("{{%s_%d}}", kind, c.count[kind])})
-		i = len(c.list) - 1
+		i = len(c.list)
+		c.byValue[value] = i
+		c.list = append(c.list, credential{value: value, placeholder: placeholder(kind, c.count[kind])})
+		c.addForm(i, value)
 	}
-	cr := &c.list[i]
 	for _, f := range forms {
-		if f = strings.TrimSpace(f); f != "" && !slices.Contains(cr.forms, f) {
-			cr.forms = append(cr.forms, f)
-			cr.redactor = nil
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(c.list[i].forms, f) {
+			c.addForm(i, f)
 		}
 	}
-	if cr.redactor == nil {
-		cr.redactor = redact.New(cr.forms...)
+	return c.list[i].placeholder
+}
+
+func placeholder(kind string, n int) string { return fmt.Sprintf("{{%s_%d}}", kind, n) }
+
+// addForm adds form f to credential i: to its forms, to the next engine,
+// and its spellings to spelled.
+func (c *credentials) addForm(i int, f string) {
+	cr := &c.list[i]
+	cr.forms = append(cr.forms, f)
+	cr.own = nil
+	c.pending = append(c.pending, f)
+	b := []byte(f)
+	for _, s := range [...]string{
+		f,
+		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		jsonInner(f), url.QueryEscape(f), url.PathEscape(f),
+	} {
+		if _, taken := c.spelled[s]; !taken {
+			c.spelled[s] = i
+		}
 	}
-	return cr.placeholder
+}
+
+// jsonInner is s as encoding/json writes it inside a string's quotes.
+func jsonInner(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// learnID returns the placeholder of a client id, met by position.
+func (c *credentials) learnID(id string) string {
+	id = strings.TrimSpace(id)
+	if id == "" || isPlaceholder(id) {
+		return id
+	}
+	if p, ok := c.ids[id]; ok {
+		return p
+	}
+	if c.ids == nil {
+		c.ids = make(map[string]string)
+	}
+	c.ids[id] = placeholder(kindClientID, len(c.ids)+1)
+	return c.ids[id]
 }
 
 // learnToken learns the token of "<scheme> <token>" (or a bare token) as
@@ -107,18 +177,10 @@ func (c *credentials) learnToken(v, kind string) string {
 	return scheme + " " + c.learn(tok, kind, scheme+" "+tok, "Bearer "+tok)
 }
 
-// values returns every form of every credential learnt.
-func (c *credentials) values() []string {
-	var out []string
-	for _, cr := range c.list {
-		out = append(out, cr.forms...)
-	}
-	return out
-}
-
 // learnAuthorization learns the credential of an Authorization value and
-// returns the value with the credential replaced: "Bearer <token>" holds a
-// management token; "Basic <base64 of id:secret>" the client credentials
+// returns the value with the credential replaced: "Bearer <token>" (any
+// scheme, in any case) holds a token, a management token unless it was
+// learnt as another; "Basic <base64 of id:secret>" the client credentials
 // (and the secret, alone); a value without a scheme is a token. With
 // basic false (a replay), Basic credentials are neither learnt nor
 // replaced: the replay's are the test's own, which a request never
@@ -144,95 +206,305 @@ func (c *credentials) learnAuthorization(v string, basic bool) string {
 	return c.learnToken(v, kindManagementToken)
 }
 
-// learnRequestBody learns the credentials a request body carries by
-// position: the access_token of an authenticate body ("<type> <token>",
-// an End User token unless it is a management token learnt before) and a
-// client_secret member. It returns the body with them replaced.
-func (c *credentials) learnRequestBody(body string) string {
-	body = c.replaceMember(body, "client_secret", func(v string) string { return c.learn(v, kindClientSecret) })
-	return c.replaceMember(body, "access_token", func(v string) string { return c.learnToken(v, kindEndUserToken) })
-}
-
-// learnTokenAnswer learns the management token of a token answer's body
-// and returns the body with it replaced.
-func (c *credentials) learnTokenAnswer(body string) string {
-	return c.replaceMember(body, "access_token", func(v string) string { return c.learnToken(v, kindManagementToken) })
-}
-
-// replaceMember replaces the value of each string member key of the JSON
-// object body by what with returns for it, keeping the rest of the body
-// as it is (members in their order, numbers as written). A body that is
-// not a JSON object is returned as it is.
-func (c *credentials) replaceMember(body, key string, with func(string) string) string {
-	spans := memberSpans(body, key)
-	if len(spans) == 0 {
-		return body
+// headerValues returns the values of the header name in h under any
+// spelling of the name: a request made by hand may hold "authorization".
+// The spellings are taken in sorted order.
+func headerValues(h http.Header, name string) []string {
+	var keys []string
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			keys = append(keys, k)
+		}
 	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, h[k]...)
+	}
+	return out
+}
+
+// learnRequestBody learns the credentials a request body to route carries
+// by position, in a JSON object or a form (application/x-www-form-
+// urlencoded, as OAuth 2.0's client_secret_post sends): a client_secret,
+// a refresh_token, an access_token ("<type> <token>", an End User token
+// unless it was learnt as another) and, in a token request, the
+// client_id. It returns the body with them replaced.
+func (c *credentials) learnRequestBody(body string, route Route) string {
+	token := route.is(tokenEndpoint)
+	return replaceMembers(body, func(key, v string) (string, bool) {
+		switch {
+		case key == "client_secret":
+			return c.learn(v, kindClientSecret), true
+		case key == "refresh_token":
+			return c.learn(v, kindRefreshToken), true
+		case key == "access_token":
+			return c.learnToken(v, kindEndUserToken), true
+		case key == "client_id" && token:
+			return c.learnID(v), true
+		}
+		return "", false
+	})
+}
+
+// learnTokenAnswer learns the tokens of a token answer's body, JSON or a
+// form, cut short or whole (access_token, a management token;
+// refresh_token; id_token), and returns the body with them replaced.
+func (c *credentials) learnTokenAnswer(body string) string {
+	return replaceMembers(body, func(key, v string) (string, bool) {
+		switch key {
+		case "access_token":
+			return c.learnToken(v, kindManagementToken), true
+		case "refresh_token":
+			return c.learn(v, kindRefreshToken), true
+		case "id_token":
+			return c.learn(v, kindIDToken), true
+		}
+		return "", false
+	})
+}
+
+// bodyMember is where a member's string value stands in a body, its key, and
+// the value decoded.
+type bodyMember struct {
+	redact.Span
+	key, value string
+	json       bool // a JSON string, quotes included in the span; else a form's value
+}
+
+// replaceMembers replaces the value of each member of body (a JSON object,
+// or else a form) for which with returns a replacement, keeping the rest
+// of body as it is (members in their order, numbers as written).
+func replaceMembers(body string, with func(key, value string) (string, bool)) string {
 	var b strings.Builder
-	at := 0
-	for _, sp := range spans {
-		var v string
-		if json.Unmarshal([]byte(body[sp.Start:sp.End]), &v) != nil {
+	at, changed := 0, false
+	for _, m := range members(body) {
+		v, ok := with(m.key, m.value)
+		if !ok {
 			continue
 		}
-		enc, _ := json.Marshal(with(v))
-		b.WriteString(body[at:sp.Start])
-		b.Write(enc)
-		at = sp.End
+		changed = true
+		b.WriteString(body[at:m.Start])
+		if m.json {
+			enc, _ := json.Marshal(v)
+			b.Write(enc)
+		} else {
+			b.WriteString(v)
+		}
+		at = m.End
+	}
+	if !changed {
+		return body
 	}
 	b.WriteString(body[at:])
 	return b.String()
 }
 
-// memberSpans returns where, in the JSON object data, the string values of
-// its members named key stand (quotes included).
-func memberSpans(data, key string) []redact.Span {
+// members returns the string members of body: those of a JSON object
+// (whole, or the ones before where it is cut or malformed, and a string
+// value that runs to its end), else the fields of a form.
+func members(body string) []bodyMember {
+	if strings.HasPrefix(strings.TrimLeft(body, " \t\r\n"), "{") {
+		return jsonMembers(body)
+	}
+	return formMembers(body)
+}
+
+// jsonMembers returns the string values of the members of the JSON
+// object data, and where they stand (quotes included). Where data is cut
+// or malformed, it returns the members before; a string value that starts
+// there runs to its closing quote, or to the end of data.
+func jsonMembers(data string) []bodyMember {
 	dec := json.NewDecoder(strings.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil
 	}
-	var spans []redact.Span
+	var out []bodyMember
 	for dec.More() {
 		name, err := dec.Token()
 		if err != nil {
-			return nil
+			return out
 		}
+		key, _ := name.(string)
 		from := int(dec.InputOffset()) // just after the name: a colon and spaces, then the value
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil
+			if m, ok := cutString(data, from, key); ok {
+				out = append(out, m)
+			}
+			return out
 		}
 		to := int(dec.InputOffset())
-		if name != key || len(raw) == 0 || raw[0] != '"' {
+		var v string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &v) != nil {
 			continue
 		}
 		start := from + strings.IndexByte(data[from:to], '"')
-		spans = append(spans, redact.Span{Start: start, End: to})
+		out = append(out, bodyMember{Span: redact.Span{Start: start, End: to}, key: key, value: v, json: true})
 	}
-	return spans
+	return out
+}
+
+// cutString returns the string value of key that starts after from in
+// data, a JSON text that is cut or malformed there: it runs to its
+// closing quote, or to the end of data. Its value is what decodes of it.
+func cutString(data string, from int, key string) (bodyMember, bool) {
+	rest := strings.TrimLeft(data[from:], " \t\r\n")
+	rest, ok := strings.CutPrefix(rest, ":")
+	rest = strings.TrimLeft(rest, " \t\r\n")
+	if !ok || !strings.HasPrefix(rest, `"`) {
+		return bodyMember{}, false
+	}
+	start := len(data) - len(rest)
+	end := len(data)
+	for i := start + 1; i < len(data); i++ {
+		if data[i] == '\\' {
+			i++
+		} else if data[i] == '"' {
+			end = i + 1
+			break
+		}
+	}
+	inner := strings.TrimSuffix(data[start+1:end], `"`)
+	v := inner
+	for n := len(inner); n >= 0 && n >= len(inner)-maxEscapeLen; n-- { // without an escape the cut split
+		var s string
+		if json.Unmarshal([]byte(`"`+inner[:n]+`"`), &s) == nil {
+			v = s
+			break
+		}
+	}
+	return bodyMember{Span: redact.Span{Start: start, End: end}, key: key, value: v, json: true}, true
+}
+
+// maxEscapeLen is the longest JSON escape, a surrogate pair's.
+const maxEscapeLen = len(`\ud83d\ude00`)
+
+// formMembers returns the fields of the form data ("a=b&c=d"), with
+// where each value stands and its value decoded.
+func formMembers(data string) []bodyMember {
+	var out []bodyMember
+	for at := 0; at <= len(data); {
+		end := strings.IndexByte(data[at:], '&')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += at
+		}
+		if eq := strings.IndexByte(data[at:end], '='); eq >= 0 {
+			key, err1 := url.QueryUnescape(data[at : at+eq])
+			value, err2 := url.QueryUnescape(data[at+eq+1 : end])
+			if err2 != nil {
+				value = data[at+eq+1 : end]
+			}
+			if err1 == nil {
+				out = append(out, bodyMember{Span: redact.Span{Start: at + eq + 1, End: end}, key: key, value: value})
+			}
+		}
+		at = end + 1
+	}
+	return out
+}
+
+// engines returns the Redactors that hold every form learnt: the tiers,
+// after making one of the forms learnt since the last call. A tier at
+// least as large as the one before it is merged into it, so that there
+// are at most about log2 of the forms learnt, and each form is put in a
+// Redactor that many times at most. A recording, which learns every
+// credential before it replaces any, has one.
+func (c *credentials) engines() []tier {
+	if len(c.pending) > 0 {
+		c.tiers = append(c.tiers, tier{forms: c.pending, r: redact.New(c.pending...)})
+		c.pending = nil
+	}
+	for n := len(c.tiers); n >= 2 && len(c.tiers[n-1].forms) >= len(c.tiers[n-2].forms); n = len(c.tiers) {
+		forms := append(slices.Clip(c.tiers[n-2].forms), c.tiers[n-1].forms...)
+		c.tiers = append(c.tiers[:n-2], tier{forms: forms, r: redact.New(forms...)})
+	}
+	return c.tiers
+}
+
+// spans returns the runs of text that hold a credential learnt, in any
+// form an echo takes, in order: disjoint and not adjacent; cut says that
+// the text ended early, so that a credential's start at its end counts.
+// It is one search of text per engine.
+func (c *credentials) spans(text string, cut bool) []redact.Span {
+	if len(c.list) == 0 || text == "" {
+		return nil
+	}
+	engines := c.engines()
+	if len(engines) == 1 {
+		return engines[0].r.Spans(text, cut)
+	}
+	var all []redact.Span
+	for _, e := range engines {
+		all = append(all, e.r.Spans(text, cut)...)
+	}
+	slices.SortFunc(all, func(a, b redact.Span) int { return a.Start - b.Start })
+	var runs []redact.Span
+	for _, sp := range all {
+		if n := len(runs); n > 0 && sp.Start <= runs[n-1].End {
+			runs[n-1].End = max(runs[n-1].End, sp.End)
+			continue
+		}
+		runs = append(runs, sp)
+	}
+	return runs
 }
 
 // replace returns text with every credential learnt, in any form an echo
 // takes, replaced by its placeholder; cut says that the text ended early,
-// so that a credential's start at its end is replaced too. Where two
-// credentials' echoes overlap, the run is one placeholder, the one of the
-// echo that starts first (the longer one when two start together).
+// so that a credential's start at its end is replaced too.
 func (c *credentials) replace(text string, cut bool) string {
-	if len(c.list) == 0 || text == "" {
+	runs := c.spans(text, cut)
+	if len(runs) == 0 {
 		return text
 	}
+	var b strings.Builder
+	at := 0
+	for _, run := range runs {
+		b.WriteString(text[at:run.Start])
+		c.name(&b, text, run, cut)
+		at = run.End
+	}
+	b.WriteString(text[at:])
+	return b.String()
+}
+
+// nameWindow is how far around a run of text name looks for the
+// credentials it holds: past the longest escape, at every depth of it.
+const nameWindow = 64
+
+// name writes the placeholder of the run of text, a span of spans: the
+// one of the credential it spells, as an echo usually does (as it is,
+// base64, JSON or percent escapes). Otherwise (an echo in rarer escapes,
+// or of two credentials side by side), each credential's own Redactor
+// searches the run and a little around it, and each part of the run gets
+// the placeholder of the echo that starts first in it (the longer one
+// when two start together); a part that none claims, which the engine
+// should not give, is "{{redacted}}".
+func (c *credentials) name(b *strings.Builder, text string, run redact.Span, cut bool) {
+	if i, ok := c.spelled[text[run.Start:run.End]]; ok {
+		b.WriteString(c.list[i].placeholder)
+		return
+	}
+	lo, hi := max(0, run.Start-nameWindow), min(len(text), run.End+nameWindow)
 	type labelled struct {
 		redact.Span
 		placeholder string
 	}
 	var all []labelled
-	for _, cr := range c.list {
-		for _, sp := range cr.redactor.Spans(text, cut) {
-			all = append(all, labelled{sp, cr.placeholder})
+	for i := range c.list {
+		cr := &c.list[i]
+		if cr.own == nil {
+			cr.own = redact.New(cr.forms...)
 		}
-	}
-	if len(all) == 0 {
-		return text
+		for _, sp := range cr.own.Spans(text[lo:hi], cut && hi == len(text)) {
+			sp = redact.Span{Start: max(sp.Start+lo, run.Start), End: min(sp.End+lo, run.End)}
+			if sp.Start < sp.End {
+				all = append(all, labelled{sp, cr.placeholder})
+			}
+		}
 	}
 	slices.SortFunc(all, func(a, b labelled) int {
 		if a.Start != b.Start {
@@ -240,16 +512,71 @@ func (c *credentials) replace(text string, cut bool) string {
 		}
 		return b.End - a.End
 	})
+	at := run.Start
+	for i := 0; i < len(all); {
+		part := all[i]
+		for i++; i < len(all) && all[i].Start < part.End; i++ {
+			part.End = max(part.End, all[i].End)
+		}
+		if part.Start > at {
+			b.WriteString("{{" + kindRedacted + "}}")
+		}
+		b.WriteString(part.placeholder)
+		at = part.End
+	}
+	if at < run.End {
+		b.WriteString("{{" + kindRedacted + "}}")
+	}
+}
+
+// leaked reports whether text, with its placeholders blanked, still
+// holds a credential learnt in any form: the last check before a cassette
+// is written. The placeholders are blanked first, so that a short
+// credential that is a word of one ("secret") is not taken for an echo.
+func (c *credentials) leaked(text string) bool {
+	return len(c.spans(blankPlaceholders(text), false)) > 0
+}
+
+// maxPlaceholder bounds the length of a placeholder, so that blanking
+// them looks a bounded way past each "{{".
+const maxPlaceholder = 48
+
+// blankPlaceholders returns text with each placeholder, and each
+// "{{redacted}}", replaced by a space.
+func blankPlaceholders(text string) string {
+	return replacePlaceholders(text, func(p string) (string, bool) { return " ", true })
+}
+
+// replacePlaceholders returns text with each placeholder p (and each
+// "{{redacted}}") for which with returns true replaced by what it
+// returns, in one pass.
+func replacePlaceholders(text string, with func(p string) (string, bool)) string {
 	var b strings.Builder
 	at := 0
-	for i := 0; i < len(all); {
-		run := all[i]
-		for i++; i < len(all) && all[i].Start < run.End; i++ {
-			run.End = max(run.End, all[i].End)
+	for i := 0; ; {
+		open := strings.Index(text[i:], "{{")
+		if open < 0 {
+			break
 		}
-		b.WriteString(text[at:run.Start])
-		b.WriteString(run.placeholder)
-		at = run.End
+		open += i
+		i = open + 1
+		end := strings.Index(text[open+2:min(len(text), open+maxPlaceholder)], "}}")
+		if end < 0 {
+			continue
+		}
+		end += open + 4
+		p := text[open:end]
+		if !isPlaceholder(p) && p != "{{"+kindRedacted+"}}" {
+			continue
+		}
+		if v, ok := with(p); ok {
+			b.WriteString(text[at:open])
+			b.WriteString(v)
+			at, i = end, end
+		}
+	}
+	if at == 0 {
+		return text
 	}
 	b.WriteString(text[at:])
 	return b.String()

@@ -13,12 +13,12 @@ import (
 	"sync"
 
 	"github.com/serviceconnect/management"
-	"github.com/serviceconnect/management/internal/redact"
 )
 
-// maxRecordedBody bounds an answer's body a Recorder keeps: the SDK's own
-// bound by default (Config.MaxResponseBytes, 32 MiB). The service's
-// answers are far smaller.
+// maxRecordedBody bounds an answer's body a Recorder keeps, 32 MiB: the
+// SDK's own bound by default (Config.MaxResponseBytes). The service's
+// answers are far smaller. docs/defaults.md gives it (TestDefaultsTable
+// in the root module reads it from here).
 const maxRecordedBody = 32 << 20
 
 // reasonRefused is the reason of the answer a Recorder gives, without
@@ -28,9 +28,12 @@ const reasonRefused = "MANAGEMENTTEST.RECORDING_REFUSED"
 // RecordOptions are the options of NewRecorder and UseCassette.
 type RecordOptions struct {
 	// AllowedBaseURLs are the base URLs recording may send requests to: a
-	// sandbox's, never a production service's. NewRecorder refuses any
-	// other base URL, so that a Config read from the environment cannot
-	// point a recording test at the wrong service. Required.
+	// sandbox's, never a production service's, or the fake's while there
+	// is no sandbox (InMemoryURL). NewRecorder refuses any other base URL,
+	// so that a Config read from the environment cannot point a recording
+	// test at the wrong service. Required to record: NewRecorder, and
+	// UseCassette when it records, fail without it. A replay does not read
+	// it: it sends nothing anywhere.
 	AllowedBaseURLs []string
 	// AllowWrites lets the requests that change the service's data
 	// (update a Thing, associate, disassociate: any method but GET, HEAD
@@ -68,13 +71,14 @@ type RecordOptions struct {
 // A Recorder is safe for concurrent use by multiple goroutines; the
 // interactions are written in the order their requests were sent.
 type Recorder struct {
-	path    string
-	baseURL string
-	base    *url.URL
-	next    http.RoundTripper
-	allowW  bool
-	scrub   func(*Interaction)
-	maxBody int // maxRecordedBody; tests make it smaller
+	path     string
+	baseURL  string
+	base     *url.URL
+	basePath string // base's path, escaped, without a trailing slash
+	next     http.RoundTripper
+	allowW   bool
+	scrub    func(*Interaction)
+	maxBody  int // maxRecordedBody; tests make it smaller
 
 	mu        sync.Mutex
 	exchanges []*exchange // in the order sent
@@ -88,7 +92,7 @@ type exchange struct {
 	method, path, query string
 	auth, contentType   []string
 	body                string
-	tokenRoute          bool
+	route               Route // "" when the path is no endpoint's
 
 	done     bool
 	status   int
@@ -130,7 +134,7 @@ func NewRecorder(path, baseURL string, opts RecordOptions) (*Recorder, error) {
 		next = http.DefaultTransport
 	}
 	return &Recorder{
-		path: path, baseURL: strings.TrimSuffix(baseURL, "/"), base: base, next: next,
+		path: path, baseURL: strings.TrimSuffix(baseURL, "/"), base: base, basePath: basePathOf(base), next: next,
 		allowW: opts.AllowWrites, scrub: opts.Scrub, maxBody: maxRecordedBody,
 	}, nil
 }
@@ -152,8 +156,8 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	e := &exchange{
 		method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery,
-		auth: req.Header.Values("Authorization"), contentType: req.Header.Values("Content-Type"),
-		body: string(body), tokenRoute: isTokenRequest(req.Method, req.URL.EscapedPath()),
+		auth: headerValues(req.Header, "Authorization"), contentType: headerValues(req.Header, "Content-Type"),
+		body: string(body), route: r.routeOf(req),
 	}
 	r.mu.Lock()
 	closed := r.closed
@@ -211,34 +215,21 @@ func readRequestBody(req *http.Request) ([]byte, error) {
 // refusal says why req must not be sent, "" when it may.
 func (r *Recorder) refusal(req *http.Request) string {
 	u := req.URL
-	p := u.EscapedPath()
-	if !strings.EqualFold(u.Scheme, r.base.Scheme) || !strings.EqualFold(u.Hostname(), r.base.Hostname()) || port(u) != port(r.base) ||
-		(p != r.basePath() && !strings.HasPrefix(p, r.basePath()+"/")) {
+	_, below := belowBase(r.basePath, u.EscapedPath())
+	if !strings.EqualFold(u.Scheme, r.base.Scheme) || !strings.EqualFold(u.Hostname(), r.base.Hostname()) || port(u) != port(r.base) || !below {
 		return "it is not below the base URL " + r.base.Redacted()
 	}
-	if !r.allowW && isWrite(req.Method, p) {
+	if !r.allowW && changesData(req.Method, r.routeOf(req)) {
 		return "it changes the service's data; set RecordOptions.AllowWrites to record writes (against a sandbox)"
 	}
 	return ""
 }
 
-func (r *Recorder) basePath() string { return strings.TrimSuffix(r.base.EscapedPath(), "/") }
-
-// isWrite reports whether a request changes the service's data: any
-// method but GET, HEAD and OPTIONS, except the token and authenticate
-// requests (POSTs that only read; a PATCH of a Thing whose id is
-// "authenticate" is a write).
-func isWrite(method, path string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return false
-	}
-	return !isTokenRequest(method, path) && !(method == http.MethodPost && strings.HasSuffix(path, "/authenticate"))
-}
-
-// isTokenRequest reports whether a request is one of the token endpoint's.
-func isTokenRequest(method, path string) bool {
-	return method == http.MethodPost && strings.HasSuffix(path, "/auth/token")
+// routeOf returns the endpoint req reaches, "" for none.
+func (r *Recorder) routeOf(req *http.Request) Route {
+	below, _ := belowBase(r.basePath, req.URL.EscapedPath())
+	route, _, _, _ := matchRoute(req.Method, below)
+	return route
 }
 
 // refusedAnswer is the 501 a Recorder or a Replayer gives instead of an
@@ -304,7 +295,7 @@ func (r *Recorder) Close() error {
 	if err != nil {
 		return fmt.Errorf("managementtest: Recorder.Close: %w", err)
 	}
-	if leaked(data, creds) {
+	if creds.leaked(string(data)) {
 		return fmt.Errorf("managementtest: Recorder.Close: the cassette %s would hold a credential in a form its placeholders missed; nothing was written", r.path)
 	}
 	if err := writeFile(r.path, data); err != nil {
@@ -332,9 +323,9 @@ func (r *Recorder) cassette(exchanges []*exchange) (*Cassette, *credentials) {
 		for _, v := range e.auth {
 			pos[i].auth = append(pos[i].auth, creds.learnAuthorization(v, true))
 		}
-		pos[i].reqBody = creds.learnRequestBody(e.body)
+		pos[i].reqBody = creds.learnRequestBody(e.body, e.route)
 		pos[i].respBody = e.respBody
-		if e.tokenRoute {
+		if e.route.is(tokenEndpoint) {
 			pos[i].respBody = creds.learnTokenAnswer(e.respBody)
 		}
 	}
@@ -368,19 +359,6 @@ func (r *Recorder) cassette(exchanges []*exchange) (*Cassette, *credentials) {
 		}
 	}
 	return c, creds
-}
-
-// leaked reports whether the file data still holds a credential learnt,
-// in any form: the last check before it is written. The placeholders are
-// blanked first, so that a short credential that is a word of one
-// ("secret") is not taken for an echo.
-func leaked(data []byte, creds *credentials) bool {
-	text := string(data)
-	for _, cr := range creds.list {
-		text = strings.ReplaceAll(text, cr.placeholder, " ")
-	}
-	text = strings.ReplaceAll(text, "{{"+kindRedacted+"}}", " ")
-	return redact.New(creds.values()...).Text(text) != text
 }
 
 // String describes r by its cassette file and base URL; never the

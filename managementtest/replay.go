@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,72 +26,85 @@ const reasonNotRecorded = "MANAGEMENTTEST.NOT_RECORDED"
 // the same text). The Authorization header is ignored. The credentials a
 // request carries are replaced by placeholders as the Recorder replaced
 // the ones it recorded: in the order met, the End User tokens of
-// authenticate bodies and any management token not from the cassette, so
-// that a test may run with tokens of its own. The management tokens the
-// cassette's token answers hold are placeholders, which the SDK then
-// sends as they are.
+// authenticate bodies, a client id and secret in a token request's body
+// and any management token not from the cassette, so that a test may run
+// with credentials of its own. The management tokens the cassette's token
+// answers hold are placeholders, which the SDK then sends as they are.
 //
 // A request the cassette does not hold, or whose recorded answers were all
 // replayed, is answered 501 (the SDK retries no 501) with the reason
 // MANAGEMENTTEST.NOT_RECORDED and a message that names the request and
-// the nearest one the cassette holds; never by a silent 404. UseCassette
-// fails the test for each.
+// the nearest one the cassette holds to the same endpoint; never by a
+// silent 404. UseCassette fails the test for each.
+//
+// Finding a request's answer takes the same time however many
+// interactions the cassette holds; naming the nearest one on a miss, time
+// in proportion to the interactions of its endpoint.
 //
 // A Replayer is safe for concurrent use by multiple goroutines.
 type Replayer struct {
 	name     string // the cassette's file, for messages
+	base     string // the cassette's base path
 	recorded []Interaction
 	keys     []requestKey
+	// endpoints maps an endpoint (see requestKey.endpoint) to its
+	// interactions, in order: where a miss looks for the nearest.
+	endpoints map[string][]int
 
-	mu     sync.Mutex
-	used   []bool
-	creds  credentials // the values met, as placeholders
-	misses []string
+	mu sync.Mutex
+	// waiting maps a request's match key to the interactions of that
+	// request not yet replayed, in order.
+	waiting map[string][]int
+	used    []bool
+	creds   credentials // the values met, as placeholders
+	misses  []string
 }
 
 // requestKey is what a request is matched by.
 type requestKey struct {
-	method, path, rawQuery string
-	query                  url.Values // nil when rawQuery does not parse
-	body                   string
-	json                   any  // body decoded, numbers as json.Number
-	isJSON                 bool // body is one JSON value
+	method, path, rawQuery, body string
+	match                        string // equal for requests that match
+	endpoint                     string // the Route with its method, or the method and path of no endpoint
+	described                    string
 }
 
-func newKey(method, path, rawQuery, body string) requestKey {
+// newKey returns the key of a request to path, below the base path base.
+func newKey(base, method, path, rawQuery, body string) requestKey {
 	k := requestKey{method: method, path: path, rawQuery: rawQuery, body: body}
-	if q, err := url.ParseQuery(rawQuery); err == nil {
-		k.query = q
+	k.match = matchKey(method, path, rawQuery, body)
+	below, _ := belowBase(base, path)
+	if route, _, _, ok := matchRoute(method, below); ok {
+		k.endpoint = string(route)
+	} else {
+		k.endpoint = method + " " + path
 	}
-	if body != "" {
-		k.isJSON = decodeExact([]byte(body), &k.json) == nil && json.Valid([]byte(body))
-	}
+	k.described = k.describe()
 	return k
 }
 
-func (k requestKey) matches(o requestKey) bool {
-	if k.method != o.method || k.path != o.path {
-		return false
+// matchKey is the same text for two requests if and only if they have
+// the same method and path, the same query parameters and values in any
+// order (or, where a query does not parse, the same text), and the same
+// JSON body (its members in any order, numbers as written) or the same
+// text.
+func matchKey(method, path, rawQuery, body string) string {
+	query := "text " + rawQuery
+	if q, err := url.ParseQuery(rawQuery); err == nil {
+		query = "parsed " + q.Encode() // sorted by name, each name's values in order
 	}
-	if k.query != nil && o.query != nil {
-		if !reflect.DeepEqual(normalQuery(k.query), normalQuery(o.query)) {
-			return false
-		}
-	} else if k.rawQuery != o.rawQuery {
-		return false
+	b := "text " + body
+	var v any
+	if body != "" && json.Valid([]byte(body)) && decodeExact([]byte(body), &v) == nil {
+		canonical, _ := json.Marshal(v) // members sorted, numbers as written (json.Number)
+		b = "JSON " + string(canonical)
 	}
-	if k.isJSON && o.isJSON {
-		return reflect.DeepEqual(k.json, o.json)
+	var key strings.Builder
+	for _, part := range [...]string{method, path, query, b} {
+		key.WriteString(strconv.Itoa(len(part)))
+		key.WriteByte(':')
+		key.WriteString(part)
 	}
-	return k.body == o.body
-}
-
-// normalQuery is q with no empty map for no query.
-func normalQuery(q url.Values) url.Values {
-	if len(q) == 0 {
-		return nil
-	}
-	return q
+	return key.String()
 }
 
 // describe names a request in a message: method, path, query and the
@@ -123,14 +135,19 @@ func NewReplayer(c *Cassette) *Replayer {
 	if c == nil {
 		c = &Cassette{}
 	}
-	r := &Replayer{name: c.file, recorded: c.Interactions, used: make([]bool, len(c.Interactions))}
+	r := &Replayer{
+		name: c.file, base: c.basePath(), recorded: c.Interactions, used: make([]bool, len(c.Interactions)),
+		keys: make([]requestKey, len(c.Interactions)), endpoints: map[string][]int{}, waiting: map[string][]int{},
+	}
 	if r.name == "" {
 		r.name = "cassette"
 	}
-	r.keys = make([]requestKey, len(c.Interactions))
 	for i, in := range c.Interactions {
 		q := in.Request
-		r.keys[i] = newKey(q.Method, q.Path, q.Query, q.Body)
+		k := newKey(r.base, q.Method, q.Path, q.Query, q.Body)
+		r.keys[i] = k
+		r.waiting[k.match] = append(r.waiting[k.match], i)
+		r.endpoints[k.endpoint] = append(r.endpoints[k.endpoint], i)
 	}
 	return r
 }
@@ -143,16 +160,18 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, v := range req.Header.Values("Authorization") {
+	for _, v := range headerValues(req.Header, "Authorization") {
 		r.creds.learnAuthorization(v, false)
 	}
-	b := r.creds.replace(r.creds.learnRequestBody(string(body)), false)
-	key := newKey(req.Method, r.creds.replace(req.URL.EscapedPath(), false), r.creds.replace(req.URL.RawQuery, false), b)
-	for i, k := range r.keys {
-		if !r.used[i] && k.matches(key) {
-			r.used[i] = true
-			return replayed(req, r.recorded[i].Response, r.name)
-		}
+	below, _ := belowBase(r.base, req.URL.EscapedPath())
+	route, _, _, _ := matchRoute(req.Method, below)
+	b := r.creds.replace(r.creds.learnRequestBody(string(body), route), false)
+	key := newKey(r.base, req.Method, r.creds.replace(req.URL.EscapedPath(), false), r.creds.replace(req.URL.RawQuery, false), b)
+	if waiting := r.waiting[key.match]; len(waiting) > 0 {
+		i := waiting[0]
+		r.waiting[key.match] = waiting[1:]
+		r.used[i] = true
+		return replayed(req, r.recorded[i].Response, r.name)
 	}
 	msg := r.miss(key)
 	r.misses = append(r.misses, msg)
@@ -160,47 +179,67 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // miss says that the cassette has no answer left for key, and names the
-// nearest request it holds. r.mu must be held.
+// nearest request it holds to the same endpoint: the least edit distance
+// between their descriptions, one not replayed yet where two are as near.
+// r.mu must be held.
 func (r *Replayer) miss(key requestKey) string {
-	msg := "managementtest: " + r.name + " has no answer left for " + key.describe()
+	msg := "managementtest: " + r.name + " has no answer left for " + key.described
 	if len(r.keys) == 0 {
 		return msg + "; it holds no interaction"
 	}
-	want := key.describe()
-	best, bestDist := 0, -1
-	for i, k := range r.keys {
-		if d := distance(want, k.describe()); bestDist < 0 || d < bestDist || (d == bestDist && r.used[best] && !r.used[i]) {
+	candidates := r.endpoints[key.endpoint]
+	if len(candidates) == 0 {
+		return msg + "; it holds no request to " + key.endpoint
+	}
+	best, bestDist := -1, 0
+	for _, i := range candidates {
+		limit := bestDist
+		if best < 0 {
+			limit = maxDistance
+		}
+		if d := distance(key.described, r.keys[i].described, limit); best < 0 || d < bestDist || (d == bestDist && r.used[best] && !r.used[i]) {
 			best, bestDist = i, d
 		}
 	}
-	msg += "; the nearest it holds is #" + strconv.Itoa(best+1) + " " + r.keys[best].describe()
+	msg += "; the nearest it holds is #" + strconv.Itoa(best+1) + " " + r.keys[best].described
 	if r.used[best] {
 		msg += " (replayed already)"
 	}
 	return msg
 }
 
-// distance is the edit distance of the first 256 bytes of a and b (a
-// request's description seldom differs beyond them), in time bounded by
-// their product.
-func distance(a, b string) int {
-	a, b = a[:min(len(a), 256)], b[:min(len(b), 256)]
+// maxDistance is the most bytes of a description distance compares.
+const maxDistance = 256
+
+// distance is the edit distance of the first maxDistance bytes of a and
+// b, or limit+1 when it is more than limit: it stops as soon as every
+// alignment costs more, in time bounded by the product of their lengths.
+func distance(a, b string, limit int) int {
+	a, b = a[:min(len(a), maxDistance)], b[:min(len(b), maxDistance)]
+	if len(a)-len(b) > limit || len(b)-len(a) > limit {
+		return limit + 1
+	}
 	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
 		cur[0] = i
+		least := i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			least = min(least, cur[j])
+		}
+		if least > limit {
+			return limit + 1
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return min(prev[len(b)], limit+1)
 }
 
 // replayed is the answer of a recorded response to req, or the error of

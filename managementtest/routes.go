@@ -3,7 +3,6 @@ package managementtest
 import (
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -28,6 +27,157 @@ const (
 	RouteAuthenticate Route = "POST /authenticate"
 )
 
+// endpointKind is what an endpoint does, as the recorder (which refuses
+// writes and learns the token endpoint's answers), the replayer and the
+// fidelity check (which follows lists and stages tokens) need to know.
+type endpointKind uint8
+
+const (
+	readEndpoint         endpointKind = iota // reads one item
+	listEndpoint                             // reads a page of a list
+	writeEndpoint                            // changes the service's data
+	tokenEndpoint                            // issues a management token; changes nothing
+	authenticateEndpoint                     // judges an End User token; changes nothing
+)
+
+// routeSpec is a row of the route table.
+type routeSpec struct {
+	route Route
+	kind  endpointKind
+	// serve answers a request the mux routed to route, once the steps
+	// every endpoint takes are done (see service.endpoint).
+	serve func(s *service, w http.ResponseWriter, r *http.Request)
+}
+
+// routeTable is every endpoint, once: the fake's mux registers them in
+// this order, and the recorder, the replayer, the cassette and the
+// fidelity check tell a request's endpoint by it (matchRoute). Adding an
+// endpoint is a constant above, a row here and its handler; a fidelity
+// check learns what its answers show from seeders.
+var routeTable = [...]routeSpec{
+	{RouteToken, tokenEndpoint, (*service).issueToken},
+	{RouteListUsers, listEndpoint, (*service).listUsers},
+	{RouteGetUser, readEndpoint, func(s *service, w http.ResponseWriter, r *http.Request) { s.getUser(w, r.PathValue("user_id")) }},
+	{RouteAssociate, writeEndpoint, func(s *service, w http.ResponseWriter, r *http.Request) { s.associate(w, r, r.PathValue("user_id")) }},
+	{RouteDisassociate, writeEndpoint, func(s *service, w http.ResponseWriter, r *http.Request) {
+		s.disassociate(w, r.PathValue("user_id"), r.PathValue("physical_id"))
+	}},
+	{RouteListThings, listEndpoint, (*service).listThings},
+	{RouteGetThing, readEndpoint, func(s *service, w http.ResponseWriter, r *http.Request) {
+		s.getThing(w, r.PathValue("thing_physical_id"))
+	}},
+	{RouteUpdateThing, writeEndpoint, func(s *service, w http.ResponseWriter, r *http.Request) {
+		s.updateThing(w, r, r.PathValue("thing_physical_id"))
+	}},
+	{RouteAuthenticate, authenticateEndpoint, (*service).authenticate},
+}
+
+// kind returns what r is, and false when r is not in the route table.
+func (r Route) kind() (endpointKind, bool) {
+	for _, spec := range routeTable {
+		if spec.route == r {
+			return spec.kind, true
+		}
+	}
+	return 0, false
+}
+
+// is reports whether r is an endpoint of kind k.
+func (r Route) is(k endpointKind) bool {
+	got, ok := r.kind()
+	return ok && got == k
+}
+
+// changesData reports whether a request of method to route (a Route, or
+// "" when it reaches none) changes the service's data: a write endpoint,
+// or any method but GET, HEAD and OPTIONS to a path that is no endpoint
+// (the token and authenticate requests are POSTs that change nothing).
+func changesData(method string, route Route) bool {
+	if route != "" {
+		return route.is(writeEndpoint)
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// template returns the path of r, below the prefix, with its parameters
+// in braces: "/users/{user_id}".
+func (r Route) template() string {
+	_, t, _ := strings.Cut(string(r), " ")
+	return t
+}
+
+// matchRoute returns the Route that a request of method reaches at
+// escapedPath, a path below the base URL's path, whatever path prefix
+// comes before the endpoint's path: the route whose path matches the most
+// segments at the end of escapedPath (a literal segment as it is, a
+// parameter any segment but an empty one). It also returns the prefix,
+// escaped ("" for none), and the path values, unescaped. ok is false when
+// no route matches.
+func matchRoute(method, escapedPath string) (route Route, prefix string, values map[string]string, ok bool) {
+	segs := strings.Split(escapedPath, "/")
+	best := -1
+	for _, spec := range routeTable {
+		if spec.route.method() != method {
+			continue
+		}
+		tmpl := strings.Split(spec.route.template(), "/")[1:]
+		at := len(segs) - len(tmpl)
+		if len(tmpl) <= best || at < 1 || !segmentsMatch(tmpl, segs[at:]) {
+			continue
+		}
+		route, best = spec.route, len(tmpl)
+	}
+	if best < 0 {
+		return "", "", nil, false
+	}
+	at := len(segs) - best
+	prefix = strings.Join(segs[:at], "/")
+	if names := route.params(); len(names) > 0 {
+		values = make(map[string]string, len(names))
+		tmpl := strings.Split(route.template(), "/")[1:]
+		for i, seg := range tmpl {
+			if name, ok := strings.CutPrefix(seg, "{"); ok {
+				v, err := url.PathUnescape(segs[at+i])
+				if err != nil {
+					v = segs[at+i]
+				}
+				values[strings.TrimSuffix(name, "}")] = v
+			}
+		}
+	}
+	return route, prefix, values, true
+}
+
+// segmentsMatch reports whether the path segments got match those of a
+// route's template.
+func segmentsMatch(tmpl, got []string) bool {
+	for i, seg := range tmpl {
+		if strings.HasPrefix(seg, "{") {
+			if got[i] == "" {
+				return false
+			}
+		} else if got[i] != seg {
+			return false
+		}
+	}
+	return true
+}
+
+// belowBase returns escapedPath without basePath (a base URL's path, with
+// no trailing slash), and whether escapedPath is basePath or below it:
+// the one place the base path is trimmed from a recorded path.
+func belowBase(basePath, escapedPath string) (string, bool) {
+	rest, ok := strings.CutPrefix(escapedPath, basePath)
+	if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
+		return "", false
+	}
+	return rest, true
+}
+
 // The reasons of the fake's answers to requests that reach no endpoint
 // (the spec has none for them).
 const (
@@ -37,8 +187,8 @@ const (
 
 // knownRoute panics unless r is one of the Route constants, so that a
 // misspelt route in a test fails loudly instead of never matching.
-func (s *service) knownRoute(r Route, caller string) {
-	if !slices.Contains(s.routes, r) {
+func knownRoute(r Route, caller string) {
+	if _, ok := r.kind(); !ok {
 		panic("managementtest: " + caller + ": unknown route " + string(r) + "; use one of the Route constants")
 	}
 }

@@ -24,8 +24,7 @@ type service struct {
 	closed <-chan struct{}
 
 	escapedPrefix string         // opts.pathPrefix as it appears in a request's escaped path
-	mux           *http.ServeMux // the endpoints, below the prefix, and the refusal of the rest
-	routes        []Route        // the endpoints registered, in order
+	mux           *http.ServeMux // the endpoints of routeTable, below the prefix, and the refusal of the rest
 	methods       []string       // the methods of the endpoints, sorted
 
 	mu             sync.Mutex // guards everything below
@@ -49,19 +48,9 @@ func (s *service) init(o options, closed <-chan struct{}) {
 		s.limiter = rate.NewLimiter(o.rateLimit, o.rateBurst)
 	}
 	s.reset()
-	// The endpoint table: each Route once, with the handler that serves it
-	// once endpoint has logged it, staged its faults and checked its token.
-	s.endpoint(RouteToken, s.issueToken)
-	s.endpoint(RouteListUsers, s.listUsers)
-	s.endpoint(RouteGetUser, func(w http.ResponseWriter, r *http.Request) { s.getUser(w, r.PathValue("user_id")) })
-	s.endpoint(RouteAssociate, func(w http.ResponseWriter, r *http.Request) { s.associate(w, r, r.PathValue("user_id")) })
-	s.endpoint(RouteDisassociate, func(w http.ResponseWriter, r *http.Request) {
-		s.disassociate(w, r.PathValue("user_id"), r.PathValue("physical_id"))
-	})
-	s.endpoint(RouteListThings, s.listThings)
-	s.endpoint(RouteGetThing, func(w http.ResponseWriter, r *http.Request) { s.getThing(w, r.PathValue("thing_physical_id")) })
-	s.endpoint(RouteUpdateThing, func(w http.ResponseWriter, r *http.Request) { s.updateThing(w, r, r.PathValue("thing_physical_id")) })
-	s.endpoint(RouteAuthenticate, s.authenticate)
+	for _, spec := range routeTable {
+		s.endpoint(spec.route, func(w http.ResponseWriter, r *http.Request) { spec.serve(s, w, r) })
+	}
 	slices.Sort(s.methods)
 	// What no endpoint matches is refused in the API's error shape, not
 	// ServeMux's plain text.
@@ -74,7 +63,6 @@ func (s *service) init(o options, closed <-chan struct{}) {
 // (which issues the token), the management token and the Content-Type are
 // checked.
 func (s *service) endpoint(route Route, serve http.HandlerFunc) {
-	s.routes = append(s.routes, route)
 	if !slices.Contains(s.methods, route.method()) {
 		s.methods = append(s.methods, route.method())
 	}

@@ -2,6 +2,7 @@ package managementtest
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -48,10 +49,7 @@ func UseCassette(t testing.TB, path string, opts RecordOptions) management.Confi
 	if record {
 		return recordWith(t, path, opts)
 	}
-	c, err := LoadCassette(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("managementtest: no cassette at %s: record it against a sandbox with %s=once (see the testing guide)", path, EnvRecord)
-	}
+	c, err := loadForTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +71,16 @@ func UseCassette(t testing.TB, path string, opts RecordOptions) management.Confi
 		RetryWaitMin: clientRetryWaitMin,
 		RetryWaitMax: clientRetryWaitMax,
 	}
+}
+
+// loadForTest loads the cassette at path for UseCassette or
+// VerifyFidelity; a missing one is an error that says how to record it.
+func loadForTest(path string) (*Cassette, error) {
+	c, err := LoadCassette(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("managementtest: no cassette at %s: record it with the test that uses it through UseCassette and %s=once, against a sandbox (or, for a first cassette, against the fake: see the testing guide)", path, EnvRecord)
+	}
+	return c, err
 }
 
 // recordMode reads EnvRecord: whether the cassette at path is to be

@@ -104,7 +104,11 @@ func TestUseCassette(t *testing.T) {
 	srv.Close()
 	for _, mode := range []string{"once", "", "replay"} {
 		t.Setenv(managementtest.EnvRecord, mode)
-		cfg, h = useCassette(t, path, opts)
+		replayOpts := opts
+		if mode == "replay" {
+			replayOpts = managementtest.RecordOptions{} // a replay reads none of them: no AllowedBaseURLs needed
+		}
+		cfg, h = useCassette(t, path, replayOpts)
 		if got := run(h, cfg, [2]string{"token-a", "token-b"}); got != recorded {
 			t.Errorf("%s=%q: the replay saw\n%s\nthe recording\n%s", managementtest.EnvRecord, mode, got, recorded)
 		}
@@ -137,7 +141,7 @@ func TestUseCassette(t *testing.T) {
 	h.cleanup()
 
 	for _, tc := range []struct{ mode, path, want string }{
-		{"", filepath.Join(t.TempDir(), "missing.json"), "record it against a sandbox with MANAGEMENTTEST_RECORD=once"},
+		{"", filepath.Join(t.TempDir(), "missing.json"), "UseCassette and MANAGEMENTTEST_RECORD=once, against a sandbox"},
 		{"sometimes", path, "want replay, once or all"},
 	} {
 		t.Setenv(managementtest.EnvRecord, tc.mode)
