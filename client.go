@@ -745,8 +745,15 @@ var errNotNewClient = errorf("%w: the Client was not made by NewClient; use NewC
 // not make: a zero Client's Users and Things are nil, and have no Client.
 const notNewClient = "management: Client.Users or Client.Things of a Client not made by NewClient; use NewClient"
 
+// service is what every service of a Client holds (go-github's shape):
+// UsersService and ThingsService are defined on it, so that one guard
+// serves them all.
+type service struct {
+	client *Client
+}
+
 // c returns the Client of s, or panics with notNewClient.
-func (s *UsersService) c() *Client {
+func (s *service) c() *Client {
 	if s == nil || s.client == nil {
 		panic(notNewClient)
 	}
@@ -754,12 +761,10 @@ func (s *UsersService) c() *Client {
 }
 
 // c returns the Client of s, or panics with notNewClient.
-func (s *ThingsService) c() *Client {
-	if s == nil || s.client == nil {
-		panic(notNewClient)
-	}
-	return s.client
-}
+func (s *UsersService) c() *Client { return (*service)(s).c() }
+
+// c returns the Client of s, or panics with notNewClient.
+func (s *ThingsService) c() *Client { return (*service)(s).c() }
 
 // redactor is the redactor of an answer to req got by an attempt that
 // carried tok (nil for none): the client credentials, tok, and the End

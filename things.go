@@ -87,9 +87,7 @@ func Ptr[T any](v T) *T {
 }
 
 // ThingsService lists, reads and updates Things. Get it from Client.Things.
-type ThingsService struct {
-	client *Client
-}
+type ThingsService service
 
 // thingsPage is the wire shape of a page of Things.
 type thingsPage struct {

@@ -78,9 +78,7 @@ type AssociationData struct {
 
 // UsersService lists and reads Users and associates Things with them.
 // Get it from Client.Users.
-type UsersService struct {
-	client *Client
-}
+type UsersService service
 
 // usersPage is the wire shape of a page of Users.
 type usersPage struct {
