@@ -160,11 +160,13 @@ func (s *service) verdict(credential string) authResponse {
 	scheme, tok, ok := strings.Cut(credential, " ")
 	if ok && strings.EqualFold(scheme, "Bearer") {
 		if uid, ok := s.endUsers[tok]; ok {
-			return authResponse{IsTokenValid: true, UserID: &uid, UserRole: management.Ptr(management.RoleAppUser)}
+			role := management.RoleAppUser
+			return authResponse{IsTokenValid: true, UserID: &uid, UserRole: &role}
 		}
 		if s.liveToken(tok) {
 			id := s.opts.clientID
-			return authResponse{IsTokenValid: true, UserID: &id, UserRole: management.Ptr(management.RoleServiceAccount)}
+			role := management.RoleServiceAccount
+			return authResponse{IsTokenValid: true, UserID: &id, UserRole: &role}
 		}
 	}
 	return authResponse{ToClientResponse: &management.ClientResponse{
