@@ -5,8 +5,10 @@
 // whatever else must hold no credential (a recording of answers) can use
 // it too.
 //
-// A credential is searched for in five forms: as it is, and in standard
-// and URL-safe base64, padded or not. A text is searched in every reading
+// A credential is searched for as it is and in base64, standard and
+// URL-safe, padded or not, also where it is a part of a longer text
+// encoded whole, at any of the three alignments with base64's groups (see
+// spellings). A text is searched in every reading
 // an echo may need: as written, and decoded by each family of escapes
 // (JSON string escapes; HTML character references; percent-encoding, with
 // and without '+' for a space), and by all of these at once, with and
@@ -94,9 +96,10 @@ const maxReadings = 1 + 4*1 + 2*maxDepth
 // form's search examines each byte at most twice (KMP falls back at most
 // as often as it advances), and as often again at the end of a cut text;
 // the search that starts inside an escape examines each byte at most twice
-// more, and at each escape its characters (at most maxEscape) twice; and a
-// long form's rest is compared with each byte at most once.
-const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 + 4 + (4 + maxEscape) + 1)
+// more, and at each escape its characters (at most maxEscape) twice; a
+// long form's rest is compared with each byte at most once; and a match of
+// a base64 middle, at most one a byte, examines at most 4 bytes around it.
+const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 + 4 + (4 + maxEscape) + 1 + 4)
 
 // A Redactor replaces credentials in texts. It is safe for concurrent use.
 type Redactor struct {
@@ -109,6 +112,14 @@ type form struct {
 	rest  string  // what follows s in a credential longer than maxFormLen
 	short bool    // shorter than MinLen: found between non-alphanumeric neighbours only
 	fail  []int32 // fail[q] is the length of the longest proper border of s[:q+1]
+	// middle: a base64 middle (see spellings), redacted with the
+	// characters that carry bits of the credential and of its neighbours
+	// in the encoded stream: lead, the one before it; trail, the one after
+	// it and the padding after that; each only when it is a base64
+	// character. At the end of a cut text, a start of a middle is taken
+	// for an echo from one group of 4 characters (3 bytes of the
+	// credential) on: a shorter one is the end of too many texts.
+	middle, lead, trail bool
 }
 
 // New returns a Redactor of creds (each trimmed of white space; empty ones
@@ -135,24 +146,86 @@ func (r *Redactor) add(creds []string) {
 		if c == "" {
 			continue
 		}
-		r.addForm(c[:min(len(c), maxFormLen)], c[min(len(c), maxFormLen):])
-		b := []byte(c[:min(len(c), maxFormLen/4*3)])
-		for _, f := range [...]string{
-			base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
-			base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
-		} {
-			r.addForm(f[:min(len(f), maxFormLen)], "")
+		for _, f := range spellings(c) {
+			r.addForm(f)
 		}
 	}
 }
 
-func (r *Redactor) addForm(s, rest string) {
-	for _, f := range r.forms {
-		if f.s == s && f.rest == rest {
+// spellings returns the forms of credential c: c itself (its first
+// maxFormLen bytes, and the rest to follow), and its base64 forms.
+//
+// In a longer base64 text (a whole line encoded, "Authorization: Bearer
+// <token>"), c may start at any byte, so at any of three alignments with
+// the groups of 3 bytes that base64 writes as 4 characters. At each, the
+// characters of the encoding that depend on c's bytes alone are the same
+// whatever comes before and after: c's middle at that alignment. It is
+// searched for where it spans at least 2 whole groups of 4 characters, and
+// redacted with the characters before and after it that mix c's bits with
+// its neighbours' (lead and trail). A credential too short for that at
+// the first alignment is searched for by its whole base64 forms, padded or
+// not, and the short-credential rule (MinLen) holds for them: so that a
+// service's message is never cut for a few characters that happen to
+// spell a short credential's middle.
+func spellings(c string) []form {
+	forms := []form{{s: c[:min(len(c), maxFormLen)], rest: c[min(len(c), maxFormLen):]}}
+	b := c[:min(len(c), maxFormLen/4*3)]
+	for a := range 3 {
+		m, lead, trail, ok := middle(b, a)
+		if !ok {
+			if a == 0 {
+				forms = append(forms, whole(b)...)
+			}
+			continue
+		}
+		forms = append(forms, form{s: m, middle: true, lead: lead, trail: trail},
+			form{s: urlSafe.Replace(m), middle: true, lead: lead, trail: trail})
+	}
+	return forms
+}
+
+// groupChars is the length of a group of base64 characters (3 bytes).
+const groupChars = 4
+
+// urlSafe turns standard base64 into URL-safe base64.
+var urlSafe = strings.NewReplacer("+", "-", "/", "_")
+
+// middle returns the middle of the base64 encoding (standard) of b
+// preceded by a bytes (0, 1 or 2) and followed by any: the characters
+// whose 6 bits all come from b. lead says that the character before it
+// mixes bits of b with bits of the bytes before; trail, that the one
+// after it mixes them with the bytes after. ok is false when the middle
+// spans fewer than 2 whole groups of 4 characters.
+func middle(b string, a int) (m string, lead, trail, ok bool) {
+	start := (8*a + 5) / 6      // the first character past the a bytes' bits: 0, 2 or 3
+	end := 8 * (a + len(b)) / 6 // the characters before end have no bit of the bytes after
+	if end/groupChars-(start+groupChars-1)/groupChars < 2 {
+		return "", false, false, false
+	}
+	enc := base64.RawStdEncoding.EncodeToString(append(make([]byte, a, a+len(b)), b...))
+	return enc[start:end], a > 0, 8*(a+len(b))%6 != 0, true
+}
+
+// whole returns the four base64 forms of b: standard and URL-safe, padded
+// and not.
+func whole(b string) []form {
+	var forms []form
+	for _, enc := range [...]*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		f := enc.EncodeToString([]byte(b))
+		forms = append(forms, form{s: f[:min(len(f), maxFormLen)]})
+	}
+	return forms
+}
+
+// addForm adds f, with its failure function, unless r has it already.
+func (r *Redactor) addForm(f form) {
+	for _, g := range r.forms {
+		if g.s == f.s && g.rest == f.rest && g.middle == f.middle && g.lead == f.lead && g.trail == f.trail {
 			return
 		}
 	}
-	f := form{s: s, rest: rest, short: len(s) < MinLen, fail: make([]int32, len(s))}
+	s := f.s
+	f.short, f.fail = len(s) < MinLen, make([]int32, len(s))
 	for q, k := 1, int32(0); q < len(s); q++ {
 		for k > 0 && s[q] != s[k] {
 			k = f.fail[k-1]
@@ -375,7 +448,7 @@ func (st *search) find(text string, from []int32, f *form) {
 				}
 				ext = b
 			}
-			st.match(text, from, i+1-len(s), b, f.short)
+			st.match(text, from, i+1-len(s), b, f)
 			q = int(f.fail[q-1])
 		}
 		if b.q > 0 && i >= b.from {
@@ -429,13 +502,36 @@ func (st *search) straddle(text string, from []int32, e escape, f *form) (q, sta
 	return q, start, next
 }
 
-// match adds the span of the occurrence text[a:b] of a form.
-func (st *search) match(text string, from []int32, a, b int, short bool) {
-	if short && ((a > 0 && alnum(text[a-1])) || (b < len(text) && alnum(text[b]))) {
+// match adds the span of the occurrence text[a:b] of form f, with the
+// characters of a base64 echo that carry some of the credential's bits
+// around a middle (f.lead, f.trail).
+func (st *search) match(text string, from []int32, a, b int, f *form) {
+	if f.short && ((a > 0 && alnum(text[a-1])) || (b < len(text) && alnum(text[b]))) {
 		return
+	}
+	a = st.lead(text, a, f)
+	if f.trail && b < len(text) && base64Char(text[b]) {
+		b++
+		for k := 0; k < 2 && b < len(text) && text[b] == '='; k++ {
+			b++
+		}
+		st.steps += 3
 	}
 	st.span(orig(from, a), st.end(text, from, b))
 }
+
+// lead is where an occurrence of f at a starts once the base64 character
+// before it that mixes the credential's bits with the text's is taken too.
+func (st *search) lead(text string, a int, f *form) int {
+	st.steps++
+	if f.lead && a > 0 && base64Char(text[a-1]) {
+		return a - 1
+	}
+	return a
+}
+
+// base64Char reports whether c is a character of standard or URL-safe base64.
+func base64Char(c byte) bool { return alnum(c) || c == '+' || c == '/' || c == '-' || c == '_' }
 
 // end is where, in st.s, the escape that gave byte b-1 of a reading ends.
 func (st *search) end(text string, from []int32, b int) int {
@@ -463,8 +559,12 @@ func (st *search) tail(text string, from []int32, f *form) {
 		st.steps++
 	}
 	s, q, best := f.s, 0, -1
+	need := 1
+	if f.middle {
+		need = groupChars
+	}
 	for i := max(0, lo-len(s)); ; i++ {
-		if i >= lo && q > 0 && (i == n || starts(st.s[orig(from, i)])&(kJSON|kHTML|kPercent) != 0) {
+		if i >= lo && q >= need && (i == n || starts(st.s[orig(from, i)])&(kJSON|kHTML|kPercent) != 0) {
 			if a := i - q; !(f.short && a > 0 && alnum(text[a-1])) && (best < 0 || a < best) {
 				best = a
 			}
@@ -478,7 +578,7 @@ func (st *search) tail(text string, from []int32, f *form) {
 		}
 	}
 	if best >= 0 {
-		st.span(orig(from, best), len(st.s))
+		st.span(orig(from, st.lead(text, best, f)), len(st.s))
 	}
 }
 

@@ -254,3 +254,84 @@ func BenchmarkPlain(b *testing.B) {
 		})
 	}
 }
+
+// A credential inside a longer text encoded whole in base64 (a header
+// line, a JSON object) is found at every offset, in every base64 form:
+// the run of characters that carry its bits is redacted, from the first
+// to the last (with the padding that follows it), and nothing else.
+func TestBase64LinesAtEveryAlignment(t *testing.T) {
+	encodings := map[string]*base64.Encoding{
+		"standard": base64.StdEncoding, "standard unpadded": base64.RawStdEncoding,
+		"URL-safe": base64.URLEncoding, "URL-safe unpadded": base64.RawURLEncoding,
+	}
+	for _, cred := range []string{token, "Bearer " + token, "8bytes!!", "s3cr3t wïth ünïcode 😀", strings.Repeat("~?>", 11)} {
+		r := New(cred)
+		for _, prefix := range []string{"", "a", "ab", "abc", "Authorization: Bearer ", `{"secret":"`, "xyzw"} {
+			for _, suffix := range []string{"", "\"", "\r\n", "\"}\n"} {
+				line := prefix + cred + suffix
+				p, n := len(prefix), len(cred)
+				first, last := 8*p/6, (8*(p+n)-1)/6 // the characters that carry the credential's bits
+				for name, enc := range encodings {
+					echo := enc.EncodeToString([]byte(line))
+					end := last + 1
+					if suffix == "" {
+						end = len(echo) // its padding too
+					}
+					text := "said: " + echo + " (echo)"
+					want := "said: " + echo[:first] + Marker + echo[end:] + " (echo)"
+					if got := r.Text(text); got != want {
+						t.Errorf("%q at offset %d, %s:\n%q became\n%q, want\n%q", cred, p, name, text, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A credential too short for its base64 middles to span 2 whole groups of
+// 4 characters is not searched for inside a longer base64 text, and the
+// short-credential rule holds for its whole base64 forms: a text whose
+// base64 happens to hold a few of the same characters is kept.
+func TestBase64MiddlesOfShortCredentials(t *testing.T) {
+	r := New("qzx7k1")
+	for _, a := range []int{0, 1, 2} {
+		if _, _, _, ok := middle("qzx7k1", a); ok != (a == 0) {
+			t.Errorf("the middle of a 6-byte credential at alignment %d searched: %v", a, ok)
+		}
+	}
+	line := base64.StdEncoding.EncodeToString([]byte("a qzx7k1 b"))
+	if got := r.Text(line); got != line {
+		t.Errorf("%q became %q; a 6-byte credential's middle at alignment 2 spans one group only", line, got)
+	}
+	for text, want := range map[string]string{
+		"idcXp4N2s":            "idcXp4N2s",
+		"id cXp4N2sx and more": "id cXp4N2sx and more",
+		"id cXp4N2s and more":  "id REDACTED and more",
+		"b=" + base64.StdEncoding.EncodeToString([]byte("qzx7k")): "b=REDACTED",
+	} {
+		if got := New("qzx7k").Text(text); got != want {
+			t.Errorf("Text(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// A cut text that ends inside a base64 echo of a credential, at any
+// alignment, loses it from its first character that carries the
+// credential's bits; one that ends with fewer than 4 characters of a
+// middle keeps them (a start that short is the end of too many texts).
+func TestCutBase64Lines(t *testing.T) {
+	r := New(token)
+	for p := range 3 {
+		echo := base64.StdEncoding.EncodeToString([]byte("Bearer "[:p] + token + " and more"))
+		first := 8 * p / 6
+		for _, cut := range []int{first + 5, first + 8, len(echo) - 14} {
+			text := "kept; " + echo[:cut]
+			if got, want := r.Cut(text), "kept; "+echo[:first]+Marker; got != want {
+				t.Errorf("offset %d, cut at %d: Cut(%q) = %q, want %q", p, cut, text, got, want)
+			}
+		}
+	}
+	if got := r.Cut("kept text"); got != "kept text" {
+		t.Errorf("Cut(%q) = %q", "kept text", got)
+	}
+}
