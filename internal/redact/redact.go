@@ -27,9 +27,9 @@
 // An echo may start inside an escape, when the text before it ends with an
 // escape character that reads as one with the echo's first characters
 // ("100%" before "C5..." reads "%C5"): a second search starts in each
-// escape a reading decodes. What this cannot find is an echo encoded twice
-// whose first characters were taken that way by the first decoding: a text
-// that malformed is not one a service writes.
+// escape a reading decodes, and in each escape the readings it was decoded
+// from decoded, for an echo encoded more times than that escape (see
+// straddle).
 package redact
 
 import (
@@ -104,16 +104,24 @@ const (
 
 // StepsPerByte is the c of the bound on a Redactor's work: redacting a
 // text of n bytes for F forms takes at most c × n × F steps (n and F
-// taken as at least 1). Per reading, decoding examines each byte once and,
-// at the start of a possible escape, at most maxEscape more; its hash and
-// the check for escape characters examine each byte once more; and each
-// form's search examines each byte at most twice (KMP falls back at most
-// as often as it advances), and as often again at the end of a cut text;
-// the search that starts inside an escape examines each byte at most twice
-// more, and at each escape its characters (at most maxEscape) twice; a
-// long form's rest is compared with each byte at most once; and a match of
-// a base64 middle, at most one a byte, examines at most 4 bytes around it.
-const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 + 4 + (4 + maxEscape) + 1 + 4)
+// taken as at least 1). Per reading:
+//   - decoding examines each byte once and, at the start of a possible
+//     escape, at most maxEscape more; its hash and the check for escape
+//     characters examine each byte once more;
+//   - carrying the straddles (see carry) examines the escapes, the new
+//     reading and the characters of the new straddles once each; the
+//     straddles carried have at most (maxDepth-1) × n characters, each
+//     examined once and decoded again (1 + maxEscape);
+//   - each form's search examines each byte at most twice (KMP falls back
+//     at most as often as it advances), and as often again at the end of
+//     a cut text; the search from the straddles examines each byte at most
+//     twice more, and each straddle's characters (maxDepth × n in all)
+//     twice; a long form's rest is compared with each byte at most once;
+//     and a match of a base64 middle, at most one a byte, examines at most
+//     4 bytes around it.
+const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 +
+	(3 + (2+maxEscape)*(maxDepth-1)) +
+	4 + (4 + 2*maxDepth) + 1 + 4)
 
 // A Redactor replaces credentials in texts. It is safe for concurrent use.
 type Redactor struct {
@@ -312,6 +320,7 @@ func (r *Redactor) search(s string, cut bool) *search {
 		var p path
 		holds := present
 		text, from, have := s, []int32(nil), 0 // the reading of p's first have decodings
+		st.cur.reset()
 		for d, k := range fam {
 			if holds&k == 0 {
 				break // nothing to decode: the reading would be the last one
@@ -330,12 +339,14 @@ func (r *Redactor) search(s string, cut bool) *search {
 			}
 			if have < d { // another family had the depths before: decode them again
 				text, from, have = s, nil, 0
+				st.cur.reset()
 			}
 			var changed bool
 			for ; have <= d; have++ {
 				st.escapes = st.escapes[:0]
 				st.input, st.inputFrom = text, from
-				out, maps[have%2], holds, changed = st.decode(text, from, p.kinds[have], out[:0], maps[have%2][:0])
+				out, maps[have%2], holds, changed = st.decode(text, from, p.kinds[have], out[:0], maps[have%2][:0], true)
+				st.carry(p.kinds[have], maps[have%2])
 				text, from = string(out), maps[have%2]
 			}
 			st.decoded[st.ndecoded] = decoded{path: p, holds: holds, changed: changed}
@@ -384,12 +395,13 @@ type search struct {
 	cut   bool
 	steps int
 	delta []int32 // nil until a span is found: +1 where one starts, -1 where it ends
-	// The decoded escapes of the reading searched, in order, and the text
-	// it was decoded from (a reading of the one before, or st.s) with its
-	// map to st.s: an echo may start inside one of them.
+	// The escapes the last decoding decoded, in order, and the text it
+	// decoded (a reading, or st.s) with its map to st.s; the straddles of
+	// the reading it made, and of the one before.
 	escapes   []escape
 	input     string
 	inputFrom []int32
+	cur, prev straddles
 	hashes    [maxReadings]uint64 // of the decoded readings searched
 	nhashes   int
 	decoded   [maxDecodings]decoded // the readings decoded, by path
@@ -425,19 +437,10 @@ func (st *search) escapesIn(s string) kind {
 }
 
 // starts returns the kind of escape that c starts, 0 for none.
-func starts(c byte) kind {
-	switch c {
-	case '\\':
-		return kJSON
-	case '&':
-		return kHTML
-	case '%':
-		return kPercent
-	case '+':
-		return kPlus
-	}
-	return 0
-}
+func starts(c byte) kind { return startKind[c] }
+
+// startKind is the kind of escape each byte starts.
+var startKind = [256]kind{'\\': kJSON, '&': kHTML, '%': kPercent, '+': kPlus}
 
 // orig is where, in the text, the escape that gave byte i of a reading
 // starts; from maps the reading's bytes, nil for the text itself.
@@ -461,32 +464,28 @@ func (st *search) reading(text string, from []int32) {
 
 // find adds a span for each occurrence of f in text (KMP; where the
 // search is at the start of f, IndexByte skips to the next candidate).
-//
-// An echo may also start inside an escape of the text, when what comes
-// before it ends with an escape character that reads as one with the
-// echo's first characters ("100%" before "C5..." reads "%C5"). So at each
-// decoded escape of st.escapes, a second search (b) starts from the
-// escape's characters after the first, read as they are, then goes on
-// with the reading after the escape; one such search at a time.
+// At each straddle of the reading, a second search (b) reads the
+// straddle's characters, then goes on with the reading after it; one such
+// search at a time.
 func (st *search) find(text string, from []int32, f *form) {
 	s, q := f.s, 0
 	ext := 0 // where the last match of a long form followed its rest to
 	b := struct {
-		q, from int // its state, and the first byte of text it reads
-		start   int // where, in st.s, its occurrence starts
+		q     int // its state
+		start int // where, in st.s, its occurrence starts
 	}{}
-	escapes := st.escapes
+	xs := st.cur.list
 	for i := 0; i < len(text); {
-		if len(escapes) > 0 && int(escapes[0].out) == i {
+		for len(xs) > 0 && int(xs[0].at) == i {
 			if b.q == 0 {
-				b.q, b.start, b.from = st.straddle(text, from, escapes[0], f)
+				b.q, b.start = st.enter(xs[0], f)
 			}
-			escapes = escapes[1:]
+			xs = xs[1:]
 		}
 		if q == 0 && b.q == 0 {
 			next := len(text)
-			if len(escapes) > 0 {
-				next = int(escapes[0].out)
+			if len(xs) > 0 {
+				next = int(xs[0].at)
 			}
 			j := strings.IndexByte(text[i:next], s[0])
 			if j < 0 {
@@ -514,7 +513,7 @@ func (st *search) find(text string, from []int32, f *form) {
 			st.match(text, from, i+1-len(s), b, f)
 			q = int(f.fail[q-1])
 		}
-		if b.q > 0 && i >= b.from {
+		if b.q > 0 {
 			st.steps++
 			if b.q = st.step(f, b.q, c); b.q == len(s) {
 				if !(f.short && ((b.start > 0 && alnum(st.s[b.start-1])) || (i+1 < len(text) && alnum(text[i+1])))) {
@@ -537,32 +536,6 @@ func (st *search) step(f *form, q int, c byte) int {
 		q++
 	}
 	return q
-}
-
-// escape is a decoded escape of a reading: its first byte in the
-// reading, and where it was in the text the reading was decoded from.
-type escape struct{ out, in, end int32 }
-
-// straddle reads the characters of escape e after its first, as they
-// stand in the text the reading was decoded from: it returns the state of
-// f they leave, where in st.s the part of them f starts with begins, and
-// the first byte of text after the escape.
-func (st *search) straddle(text string, from []int32, e escape, f *form) (q, start, next int) {
-	next = int(e.out) + 1
-	for next < len(text) && from[next] == from[e.out] {
-		next++
-		st.steps++
-	}
-	for k := e.in + 1; k < e.end; k++ {
-		st.steps++
-		if q = st.step(f, q, st.input[k]); q == len(f.s) {
-			q = int(f.fail[q-1]) // whole in the escape: the text before has it
-		}
-	}
-	if q > 0 {
-		start = orig(st.inputFrom, int(e.end)-q)
-	}
-	return q, start, next
 }
 
 // match adds the span of the occurrence text[a:b] of form f, with the

@@ -376,3 +376,22 @@ func TestFamilies(t *testing.T) {
 		t.Errorf("the families decode %d times; maxDecodings is %d", n, maxDecodings)
 	}
 }
+
+// An echo encoded twice or three times whose first characters the first
+// decoding took with an escape character just before it is found too.
+func TestEncodedEchoStartingInsideAnEscape(t *testing.T) {
+	q := url.QueryEscape
+	for _, c := range []struct{ cred, before, echo string }{
+		{`E3"quoted\value`, `\u00`, jsonString(jsonString(`E3"quoted\value`))},
+		{"4Bxy z/token", "100%", q(q("4Bxy z/token"))},
+		{"4Bxy z/token", "100%", q(q(q("4Bxy z/token")))},
+		{"amp;token <v>", "x&", html.EscapeString(html.EscapeString("amp;token <v>"))},
+		{`C5wQ7 "s"`, "50%", jsonString(q(`C5wQ7 "s"`))},
+	} {
+		text := "said " + c.before + c.echo + " here"
+		got := New(c.cred).Text(text)
+		if !strings.HasPrefix(got, "said ") || !strings.HasSuffix(got, Marker+" here") {
+			t.Errorf("%q in %q: %q", c.cred, text, got)
+		}
+	}
+}
