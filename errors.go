@@ -294,8 +294,11 @@ func (e *DecodeError) elsewhere() bool {
 
 // TransportError reports a request that got no usable HTTP answer: the
 // connection failed on every attempt, or the context ended. Err never holds
-// the request URL (net/http's *url.Error does; it is unwrapped), so no query
-// string reaches a log through it.
+// the request URL, so no query string reaches a log through it: net/http's
+// *url.Error, which prints it, is unwrapped, and so is every *url.Error
+// that a Config.HTTPClient's RoundTripper wrapped in errors of its own
+// (their texts say the same without the URL; errors.Is and errors.As reach
+// their causes, never a *url.Error).
 type TransportError struct {
 	Method   string
 	Path     string // below the path prefix, escaped, without the query string; a next_page link's path redacted

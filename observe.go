@@ -444,7 +444,7 @@ func (c *Client) doneAttempt(ctx context.Context, op Operation, a Attempt, req *
 	}
 	var res AttemptResult
 	if err != nil {
-		res.Err = c.redactor(req, tok).error(&TransportError{Method: req.method, Path: req.path, Attempts: 1, Err: withoutURL(err)})
+		res.Err = c.redactor(req, tok).error(&TransportError{Method: req.method, Path: req.path, Attempts: 1, Err: withoutURL(err, req.url)})
 	} else {
 		res.Status = resp.StatusCode
 		switch resp.ProtoMajor {
