@@ -561,8 +561,9 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	e := &DecodeError{
 		Method: req.method, Path: req.path, StatusCode: resp.StatusCode,
 		ContentType: r.kept(resp.Header.Get("Content-Type"), maxContentType, false),
-		// What the decoder read is the whole body only if it saw the end.
-		Body: r.body(body.start(), maxDecodeErrorBody, !body.ended || body.over),
+		// What was kept is the whole body only if the decoder saw its end
+		// and all it read was kept: a credential the bound cut is one.
+		Body: r.body(body.start(), maxDecodeErrorBody, !body.ended || body.over || body.past),
 		Err:  err,
 	}
 	if req.secret {
@@ -635,9 +636,13 @@ func (e *notJSONError) Is(target error) bool { return target == errNotJSON }
 var errNotJSON = errors.New("not JSON")
 
 // maxDecodeErrorBody bounds DecodeError.Body, and maxContentType
-// DecodeError.ContentType: enough to recognise the answer.
+// DecodeError.ContentType: enough to recognise the answer. The start of a
+// body is kept up to maxDecodeErrorRead bytes, redacted, then cut at
+// maxDecodeErrorBody: so that a credential the bound cuts is redacted
+// whole (and one that maxDecodeErrorRead cuts, as a credential cut).
 const (
 	maxDecodeErrorBody = 256
+	maxDecodeErrorRead = 2 * maxDecodeErrorBody
 	maxContentType     = 128
 )
 
@@ -651,7 +656,8 @@ type limitedBody struct {
 	over  bool  // the body had more than the limit
 	ended bool  // the body was read to its end
 	keep  bool  // whether head records the body
-	head  [maxDecodeErrorBody]byte
+	past  bool  // more was read than head holds
+	head  [maxDecodeErrorRead]byte
 	nhead int
 }
 
@@ -668,7 +674,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	b.left -= int64(n)
 	b.ended = b.ended || err == io.EOF
 	if b.keep {
-		b.nhead += copy(b.head[b.nhead:], p[:n])
+		k := copy(b.head[b.nhead:], p[:n])
+		b.nhead += k
+		b.past = b.past || k < n
 	}
 	return n, err
 }

@@ -239,9 +239,11 @@ type DecodeError struct {
 	// 128 bytes.
 	ContentType string
 	// Body is the start of the body, at most 256 bytes, as far as the
-	// decoder read it, redacted (as a cut text unless the decoder read the
-	// whole body). It is nil for the token and authenticate endpoints,
-	// whose answers can carry tokens: BodyLength then says how long it was.
+	// decoder read it: its first 512 bytes redacted whole (as a cut text
+	// unless they are the whole body), then cut, a credential the cut
+	// splits redacted, not cut (the mark that stands for it is kept
+	// whole). It is nil for the token and authenticate endpoints, whose
+	// answers can carry tokens: BodyLength then says how long it was.
 	Body       []byte
 	BodyLength int64
 	Err        error
@@ -261,7 +263,7 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, ": %s", escape(errtext.Unprefixed(e.Err).Error()))
 	}
 	if len(e.Body) > 0 {
-		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
+		fmt.Fprintf(&b, "; body starts %q", cutKeepingMark(string(e.Body), maxDecodeErrorBody))
 	}
 	writeWithheld(&b, e.Body, e.BodyLength, e.ContentType)
 	if e.elsewhere() {

@@ -101,16 +101,21 @@ func (r *redactor) redact(s string, cut bool) string {
 // the cut at n would split is redacted, not cut, and the mark that stands
 // for it is kept whole (up to len(redacted)-1 bytes past n).
 func (r *redactor) kept(s string, n int, cut bool) string {
-	out := r.redact(s, cut)
-	if len(out) <= n {
-		return out
+	return cutKeepingMark(r.redact(s, cut), n)
+}
+
+// cutKeepingMark is the first n bytes of s, a redacted text, and the rest
+// of a mark that the cut at n would split.
+func cutKeepingMark(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
 	for k := max(0, n-len(redacted)+1); k < n; k++ {
-		if strings.HasPrefix(out[k:], redacted) {
-			return out[:k+len(redacted)]
+		if strings.HasPrefix(s[k:], redacted) {
+			return s[:k+len(redacted)]
 		}
 	}
-	return out[:n]
+	return s[:n]
 }
 
 // word is text for a reason, a code or a role: one of the words the spec
