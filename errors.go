@@ -82,9 +82,11 @@ type APIError struct {
 	// credentials the request carried, URLs without their query; in the
 	// order of their names, 16 KiB of values in all, each at most 4 KiB.
 	Header http.Header
-	// RequestID is the answer's request id (X-Request-Id or the like),
-	// when the service or a proxy sent one of at most 128 bytes of
-	// [A-Za-z0-9._:/+=-]: quote it to support.
+	// RequestID is the answer's request id: the first value of
+	// X-Request-Id, Request-Id, X-Correlation-Id, X-Amzn-Requestid,
+	// X-Amz-Request-Id and X-Trace-Id, in that order, of at most 128 bytes
+	// of [A-Za-z0-9._:/+=-] (one of another shape is passed over); "" for
+	// none. Quote it to support.
 	RequestID string
 	// RetryAfter is the wait the answer's Retry-After asked for, 0 when
 	// none.

@@ -454,13 +454,8 @@ func (c *Client) doneAttempt(ctx context.Context, op Operation, a Attempt, req *
 		default:
 			res.Protocol = strconv.Itoa(resp.ProtoMajor)
 		}
-		for _, name := range requestIDHeaders {
-			if v := resp.Header.Get(name); v != "" {
-				if requestIDShaped(v) {
-					res.RequestID, res.RequestIDHeader = c.redactor(req, tok).requestID(v), name
-				}
-				break
-			}
+		if id, name := requestIDOf(resp.Header); id != "" {
+			res.RequestID, res.RequestIDHeader = c.redactor(req, tok).requestID(id), name
 		}
 	}
 	c.observer.AttemptDone(ctx, op, a, res)
