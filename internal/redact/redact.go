@@ -134,14 +134,16 @@ type form struct {
 	rest  string  // what follows s in a credential longer than maxFormLen
 	short bool    // shorter than MinLen: found between non-alphanumeric neighbours only
 	fail  []int32 // fail[q] is the length of the longest proper border of s[:q+1]
-	// middle: a base64 middle (see spellings), redacted with the
-	// characters that carry bits of the credential and of its neighbours
-	// in the encoded stream: lead, the one before it; trail, the one after
-	// it and the padding after that; each only when it is a base64
-	// character. At the end of a cut text, a start of a middle is taken
-	// for an echo from one group of 4 characters (3 bytes of the
-	// credential) on: a shorter one is the end of too many texts.
-	middle, lead, trail bool
+	// A base64 middle (see spellings) is redacted with the characters
+	// that carry bits of the credential and of its neighbours in the
+	// encoded stream: lead, the one before it; trail, the one after it and
+	// the padding after that; each only when it is a base64 character. At
+	// the end of a cut text, a start of a middle with a lead (at the second
+	// or third alignment) is taken for an echo from one group of 4
+	// characters on (3 bytes of the credential): a shorter one is the end
+	// of too many texts. The first alignment's middle starts the whole
+	// base64 forms, whose starts count from their first character.
+	lead, trail bool
 }
 
 // New returns a Redactor of creds (each trimmed of white space; empty ones
@@ -200,8 +202,8 @@ func spellings(c string) []form {
 			}
 			continue
 		}
-		forms = append(forms, form{s: m, middle: true, lead: lead, trail: trail},
-			form{s: urlSafe.Replace(m), middle: true, lead: lead, trail: trail})
+		forms = append(forms, form{s: m, lead: lead, trail: trail},
+			form{s: urlSafe.Replace(m), lead: lead, trail: trail})
 	}
 	return forms
 }
@@ -242,7 +244,7 @@ func whole(b string) []form {
 // addForm adds f, with its failure function, unless r has it already.
 func (r *Redactor) addForm(f form) {
 	for _, g := range r.forms {
-		if g.s == f.s && g.rest == f.rest && g.middle == f.middle && g.lead == f.lead && g.trail == f.trail {
+		if g.s == f.s && g.rest == f.rest && g.lead == f.lead && g.trail == f.trail {
 			return
 		}
 	}
@@ -596,7 +598,7 @@ func (st *search) tail(text string, from []int32, f *form) {
 	}
 	s, q, best := f.s, 0, -1
 	need := 1
-	if f.middle {
+	if f.lead {
 		need = groupChars
 	}
 	for i := max(0, lo-len(s)); ; i++ {
