@@ -20,16 +20,15 @@
 // escape it came from starts in the text, and each form is found in it by
 // Knuth-Morris-Pratt: nothing backtracks, and a reading that an earlier
 // one already was (the same escapes decoded, or the same text) is not
-// searched again. A Redactor counts its
-// steps (the bytes it examines over all readings and forms), and they
-// never exceed StepsPerByte × len(text) × Forms().
+// searched again. A Redactor counts its steps (the bytes it examines over
+// all readings and forms), and they never exceed StepsPerByte × len(text)
+// × Forms().
 //
 // An echo may start inside an escape, when the text before it ends with an
 // escape character that reads as one with the echo's first characters
 // ("100%" before "C5..." reads "%C5"): a second search starts in each
-// escape a reading decodes, and in each escape the readings it was decoded
-// from decoded, for an echo encoded more times than that escape (see
-// straddle).
+// escape a reading decodes and, for an echo encoded more than once, in
+// each escape the decodings before it took (see straddle.go).
 package redact
 
 import (
