@@ -143,6 +143,7 @@ type form struct {
 	// of too many texts. The first alignment's middle starts the whole
 	// base64 forms, whose starts count from their first character.
 	lead, trail bool
+	has         [4]uint64 // the bytes s holds, a bit each
 }
 
 // New returns a Redactor of creds (each trimmed of white space; empty ones
@@ -249,6 +250,9 @@ func (r *Redactor) addForm(f form) {
 	}
 	s := f.s
 	f.short, f.fail = len(s) < MinLen, make([]int32, len(s))
+	for i := range len(s) {
+		f.has[s[i]/64] |= 1 << (s[i] % 64)
+	}
 	for q, k := 1, int32(0); q < len(s); q++ {
 		for k > 0 && s[q] != s[k] {
 			k = f.fail[k-1]
@@ -470,6 +474,8 @@ func (st *search) reading(text string, from []int32) {
 // search at a time.
 func (st *search) find(text string, from []int32, f *form) {
 	s, q := f.s, 0
+	steps := 0 // added to st.steps at the end: a local counts faster
+	defer func() { st.steps += steps }()
 	ext := 0 // where the last match of a long form followed its rest to
 	b := struct {
 		q     int // its state
@@ -490,16 +496,17 @@ func (st *search) find(text string, from []int32, f *form) {
 			}
 			j := strings.IndexByte(text[i:next], s[0])
 			if j < 0 {
-				st.steps += next - i
+				steps += next - i
 				i = next
 				continue
 			}
-			st.steps += j
+			steps += j
 			i += j
 		}
 		c := text[i]
-		st.steps++
-		q = st.step(f, q, c)
+		var n int
+		q, n = f.step(q, c)
+		steps += 1 + n
 		if q == len(s) {
 			b := i + 1
 			if f.rest != "" && i+1-len(s) >= ext {
@@ -507,7 +514,7 @@ func (st *search) find(text string, from []int32, f *form) {
 				// starting inside the last one followed is not followed.
 				for k := 0; b < len(text) && k < len(f.rest) && text[b] == f.rest[k]; k++ {
 					b++
-					st.steps++
+					steps++
 				}
 				ext = b
 			}
@@ -515,8 +522,9 @@ func (st *search) find(text string, from []int32, f *form) {
 			q = int(f.fail[q-1])
 		}
 		if b.q > 0 {
-			st.steps++
-			if b.q = st.step(f, b.q, c); b.q == len(s) {
+			b.q, n = f.step(b.q, c)
+			steps += 1 + n
+			if b.q == len(s) {
 				if !(f.short && ((b.start > 0 && alnum(st.s[b.start-1])) || (i+1 < len(text) && alnum(text[i+1])))) {
 					st.span(b.start, st.end(text, from, i+1))
 				}
@@ -527,16 +535,18 @@ func (st *search) find(text string, from []int32, f *form) {
 	}
 }
 
-// step is KMP's step from state q on byte c.
-func (st *search) step(f *form, q int, c byte) int {
+// step is KMP's step from state q on byte c: the new state, and the
+// steps its fallbacks took.
+func (f *form) step(q int, c byte) (int, int) {
+	n := 0
 	for q > 0 && f.s[q] != c {
 		q = int(f.fail[q-1])
-		st.steps++
+		n++
 	}
 	if f.s[q] == c {
 		q++
 	}
-	return q
+	return q, n
 }
 
 // match adds the span of the occurrence text[a:b] of form f, with the
@@ -609,8 +619,10 @@ func (st *search) tail(text string, from []int32, f *form) {
 		if i == n {
 			break
 		}
-		st.steps++
-		if q = st.step(f, q, text[i]); q == len(s) {
+		var n int
+		q, n = f.step(q, text[i])
+		st.steps += 1 + n
+		if q == len(s) {
 			q = int(f.fail[q-1]) // a whole occurrence: find has it
 		}
 	}

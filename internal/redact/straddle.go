@@ -126,12 +126,20 @@ func (x *straddles) grow(n, chars int) {
 // they leave, and where in st.s the part of them f starts with begins.
 func (st *search) enter(x straddle, f *form) (q, start int) {
 	pre := st.cur.pre[x.start:x.end]
-	for _, c := range pre {
+	if last := pre[len(pre)-1]; f.has[last/64]&(1<<(last%64)) == 0 {
 		st.steps++
-		if q = st.step(f, q, c); q == len(f.s) {
+		return 0, 0 // no start of f ends with a byte f does not hold
+	}
+	steps := len(pre)
+	for _, c := range pre {
+		var n int
+		q, n = f.step(q, c)
+		steps += n
+		if q == len(f.s) {
 			q = int(f.fail[q-1]) // whole in the escape: the text before has it
 		}
 	}
+	st.steps += steps
 	if q > 0 {
 		start = int(st.cur.from[int(x.end)-q])
 	}
