@@ -475,7 +475,6 @@ func (st *search) reading(text string, from []int32) {
 func (st *search) find(text string, from []int32, f *form) {
 	s, q := f.s, 0
 	steps := 0 // added to st.steps at the end: a local counts faster
-	defer func() { st.steps += steps }()
 	ext := 0 // where the last match of a long form followed its rest to
 	b := struct {
 		q     int // its state
@@ -533,6 +532,7 @@ func (st *search) find(text string, from []int32, f *form) {
 		}
 		i++
 	}
+	st.steps += steps
 }
 
 // step is KMP's step from state q on byte c: the new state, and the
