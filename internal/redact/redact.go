@@ -286,7 +286,8 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 	if len(r.forms) == 0 || s == "" {
 		return s, 0
 	}
-	st := r.search(s, cut)
+	st := search{forms: r.forms, s: s, cut: cut} // on the stack: no allocation without a match
+	st.run()
 	return st.result(), st.steps
 }
 
@@ -302,21 +303,22 @@ func (r *Redactor) Spans(s string, cut bool) []Span {
 	if len(r.forms) == 0 || s == "" {
 		return nil
 	}
-	st := r.search(s, cut)
+	st := search{forms: r.forms, s: s, cut: cut}
+	st.run()
 	var spans []Span
 	st.runs(func(a, b int) { spans = append(spans, Span{a, b}) })
 	return spans
 }
 
-// search searches s, in every reading, for every form of r.
+// run searches st.s, in every reading, for every form.
 //
 // A reading is the same whichever family gets it when the kinds each of
 // its decodings decoded are the same once those the text did not hold are
 // left out (a text without '%' reads the same with and without
 // percent-decoding): such a reading is neither decoded nor searched again.
 // A family whose reading at some depth is new decodes its depths up to it.
-func (r *Redactor) search(s string, cut bool) *search {
-	st := &search{forms: r.forms, s: s, cut: cut}
+func (st *search) run() {
+	s := st.s
 	present := st.escapesIn(s)
 	st.reading(s, nil)
 	var out []byte
@@ -365,7 +367,6 @@ func (r *Redactor) search(s string, cut bool) *search {
 			st.reading(text, from)
 		}
 	}
-	return st
 }
 
 // known returns what decoding the reading p found, nil when it was not
@@ -475,7 +476,7 @@ func (st *search) reading(text string, from []int32) {
 func (st *search) find(text string, from []int32, f *form) {
 	s, q := f.s, 0
 	steps := 0 // added to st.steps at the end: a local counts faster
-	ext := 0 // where the last match of a long form followed its rest to
+	ext := 0   // where the last match of a long form followed its rest to
 	b := struct {
 		q     int // its state
 		start int // where, in st.s, its occurrence starts
