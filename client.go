@@ -342,7 +342,7 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 		tok = t
 		hr, err := c.newHTTPRequest(ctx, req, header)
 		if err != nil {
-			return nil, tok, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err, req.url)}
 		}
 		resp, err := c.sendOnce(ctx, req, hr, tok, why)
 		status := 0
@@ -358,7 +358,7 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 			if resp != nil {
 				discard(resp.Body)
 			}
-			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: withoutURL(err)}
+			return nil, tok, &TransportError{Method: req.method, Path: req.path, Attempts: n, Err: withoutURL(err, req.url)}
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -384,7 +384,7 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 		req.waited += wait
 		c.observeRetry(ctx, req, RetryInfo{Attempt: n, Status: status, Wait: wait})
 		if err != nil {
-			text := escape(c.redactor(req, tok).text(withoutURL(err).Error()))
+			text := escape(c.redactor(req, tok).text(withoutURL(err, req.url).Error()))
 			c.logAttempt(ctx, slog.LevelInfo, "management: retrying", req, n, status, slog.Duration("wait", wait), slog.String("error", text))
 		} else {
 			discard(resp.Body)
@@ -588,8 +588,9 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	e := &DecodeError{
 		Method: req.method, Path: req.path, StatusCode: resp.StatusCode,
 		ContentType: r.kept(resp.Header.Get("Content-Type"), maxContentType, false),
-		// What the decoder read is the whole body only if it saw the end.
-		Body: r.body(body.start(), maxDecodeErrorBody, !body.ended || body.over),
+		// What was kept is the whole body only if the decoder saw its end
+		// and all it read was kept: a credential the bound cut is one.
+		Body: r.body(body.start(), maxDecodeErrorBody, !body.ended || body.over || body.past),
 		Err:  err,
 	}
 	if req.secret {
@@ -665,9 +666,13 @@ func (e *notJSONError) Is(target error) bool { return target == errNotJSON }
 var errNotJSON = errors.New("not JSON")
 
 // maxDecodeErrorBody bounds DecodeError.Body, and maxContentType
-// DecodeError.ContentType: enough to recognise the answer.
+// DecodeError.ContentType: enough to recognise the answer. The start of a
+// body is kept up to maxDecodeErrorRead bytes, redacted, then cut at
+// maxDecodeErrorBody: so that a credential the bound cuts is redacted
+// whole (and one that maxDecodeErrorRead cuts, as a credential cut).
 const (
 	maxDecodeErrorBody = 256
+	maxDecodeErrorRead = 2 * maxDecodeErrorBody
 	maxContentType     = 128
 )
 
@@ -681,7 +686,8 @@ type limitedBody struct {
 	over  bool  // the body had more than the limit
 	ended bool  // the body was read to its end
 	keep  bool  // whether head records the body
-	head  [maxDecodeErrorBody]byte
+	past  bool  // more was read than head holds
+	head  [maxDecodeErrorRead]byte
 	nhead int
 }
 
@@ -698,7 +704,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	b.left -= int64(n)
 	b.ended = b.ended || err == io.EOF
 	if b.keep {
-		b.nhead += copy(b.head[b.nhead:], p[:n])
+		k := copy(b.head[b.nhead:], p[:n])
+		b.nhead += k
+		b.past = b.past || k < n
 	}
 	return n, err
 }
@@ -812,12 +820,101 @@ type keptRedactor struct {
 	r *redactor
 }
 
-// withoutURL drops the URL that *url.Error prints (net/http prints it
-// whole, query string included) and keeps the cause.
-func withoutURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
+// withoutURL returns err without the request URL, which net/http's
+// *url.Error prints whole, query string included: err's own *url.Error
+// layers give way to their causes, and an error of another kind whose text
+// shows a URL (a RoundTripper's: a service mesh, a tracing wrapper, with a
+// *url.Error of its own, or u, the request's URL, printed its own way)
+// becomes a urlFreeError without it.
+func withoutURL(err error, u string) error {
+	for {
+		ue, ok := err.(*url.Error)
+		if !ok {
+			break
+		}
+		err = ue.Err
 	}
-	return err
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	var urls []string
+	eachURLError(err, func(ue *url.Error) {
+		cause := ue.Op
+		if ue.Err != nil {
+			cause = ue.Err.Error()
+		}
+		text = strings.ReplaceAll(text, ue.Error(), cause)
+		urls = append(urls, ue.URL)
+	})
+	// What shows a URL its own way (a wrapper that quoted a *url.Error's
+	// text): cut it out, its query too.
+	for _, v := range append(urls, u) {
+		_, query, _ := strings.Cut(v, "?")
+		for _, cut := range [...]string{v, query} {
+			if cut != "" {
+				text = strings.ReplaceAll(text, cut, "")
+			}
+		}
+	}
+	if urls == nil && text == err.Error() {
+		return err
+	}
+	return &urlFreeError{text: text, err: err}
+}
+
+// eachURLError calls f with each *url.Error in err's tree, outer ones
+// first.
+func eachURLError(err error, f func(*url.Error)) {
+	for err != nil {
+		if ue, ok := err.(*url.Error); ok {
+			f(ue)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				eachURLError(e, f)
+			}
+			return
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+// urlFreeError is an error whose text showed a request URL, without it:
+// its text is err's with each *url.Error's text replaced by its cause's,
+// and any URL left cut out. It matches what err matches (errors.Is), and
+// errors.As reaches what err wraps, each without its URL in turn: never a
+// *url.Error.
+type urlFreeError struct {
+	text string
+	err  error
+}
+
+// Error is err's text without the request URL.
+func (e *urlFreeError) Error() string { return e.text }
+
+// Is reports whether err matches target.
+func (e *urlFreeError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// Unwrap returns the errors err wraps, each without the request URL.
+func (e *urlFreeError) Unwrap() []error {
+	switch u := e.err.(type) {
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, c := range u.Unwrap() {
+			if c != nil {
+				out = append(out, withoutURL(c, ""))
+			}
+		}
+		return out
+	case interface{ Unwrap() error }:
+		if c := u.Unwrap(); c != nil {
+			return []error{withoutURL(c, "")}
+		}
+	}
+	return nil
 }

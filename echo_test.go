@@ -258,6 +258,50 @@ func TestBodiesCutByTheReadAreCut(t *testing.T) {
 	}
 }
 
+// A DecodeError keeps the first 256 bytes of a body redacted whole: a
+// management token the bound cuts is redacted, not cut, whether the body
+// ends soon after it, goes on long after it, or the token itself goes on
+// past what was kept; and no start of it stays.
+func TestDecodeErrorBodyCutInsideACredential(t *testing.T) {
+	const token = "mgmt-token-of-27-bytes-long"
+	long := "mgmt-" + strings.Repeat("jwt-like-", 70)
+	for _, c := range []struct {
+		name, token string
+		at          int // where the token starts
+		after       string
+	}{
+		{"the body ends soon after", token, maxDecodeErrorBody - 14, " trailing"},
+		{"the body goes on", token, maxDecodeErrorBody - 20, strings.Repeat(" more", 200)},
+		{"the token starts at the bound's last byte", token, maxDecodeErrorBody - 1, ""},
+		{"the token goes on past what was kept", long, 200, " end"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var run echoRun
+			c2, mt := setup(t, run.config(Config{}))
+			mt.RegisterResponder(http.MethodPost, tokenURL, jsonResponder(200, map[string]any{"access_token": c.token, "token_type": "Bearer", "expires_in": 600}))
+			body := strings.Repeat("x", c.at) + c.token + c.after
+			mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", rawResponder(200, "text/plain", body))
+			_, err := c2.Users.Get(t.Context(), "u-1")
+			de := asDecodeError(t, err)
+			want := strings.Repeat("x", c.at) + "REDACTED"
+			if c.token == token {
+				want += c.after
+			}
+			if want = want[:min(len(want), max(maxDecodeErrorBody, c.at+len("REDACTED")))]; string(de.Body) != want {
+				t.Errorf("Body = %q, want %q", de.Body, want)
+			}
+			if !strings.Contains(err.Error(), strings.Repeat("x", c.at)+"REDACTED") {
+				t.Errorf("Error() = %q; want the body's mark whole", err)
+			}
+			for _, out := range run.outputs(err) {
+				if strings.Contains(out, c.token[:4]) {
+					t.Errorf("the start of the token is in an output:\n%s", out)
+				}
+			}
+		})
+	}
+}
+
 // Escapes applied twice, or one kind inside another, are read too.
 func TestTwiceEscapedEchoesAreRedacted(t *testing.T) {
 	for name, echo := range map[string]string{

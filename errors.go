@@ -82,9 +82,11 @@ type APIError struct {
 	// credentials the request carried, URLs without their query; in the
 	// order of their names, 16 KiB of values in all, each at most 4 KiB.
 	Header http.Header
-	// RequestID is the answer's request id (X-Request-Id or the like),
-	// when the service or a proxy sent one of at most 128 bytes of
-	// [A-Za-z0-9._:/+=-]: quote it to support.
+	// RequestID is the answer's request id: the first value of
+	// X-Request-Id, Request-Id, X-Correlation-Id, X-Amzn-Requestid,
+	// X-Amz-Request-Id and X-Trace-Id, in that order, of at most 128 bytes
+	// of [A-Za-z0-9._:/+=-] (one of another shape is passed over); "" for
+	// none. Quote it to support.
 	RequestID string
 	// RetryAfter is the wait the answer's Retry-After asked for, 0 when
 	// none.
@@ -239,9 +241,11 @@ type DecodeError struct {
 	// 128 bytes.
 	ContentType string
 	// Body is the start of the body, at most 256 bytes, as far as the
-	// decoder read it, redacted (as a cut text unless the decoder read the
-	// whole body). It is nil for the token and authenticate endpoints,
-	// whose answers can carry tokens: BodyLength then says how long it was.
+	// decoder read it: its first 512 bytes redacted whole (as a cut text
+	// unless they are the whole body), then cut, a credential the cut
+	// splits redacted, not cut (the mark that stands for it is kept
+	// whole). It is nil for the token and authenticate endpoints, whose
+	// answers can carry tokens: BodyLength then says how long it was.
 	Body       []byte
 	BodyLength int64
 	Err        error
@@ -261,7 +265,7 @@ func (e *DecodeError) Error() string {
 		fmt.Fprintf(&b, ": %s", escape(errtext.Unprefixed(e.Err).Error()))
 	}
 	if len(e.Body) > 0 {
-		fmt.Fprintf(&b, "; body starts %q", e.Body[:min(len(e.Body), maxDecodeErrorBody)])
+		fmt.Fprintf(&b, "; body starts %q", cutKeepingMark(string(e.Body), maxDecodeErrorBody))
 	}
 	writeWithheld(&b, e.Body, e.BodyLength, e.ContentType)
 	if e.elsewhere() {
@@ -294,8 +298,11 @@ func (e *DecodeError) elsewhere() bool {
 
 // TransportError reports a request that got no usable HTTP answer: the
 // connection failed on every attempt, or the context ended. Err never holds
-// the request URL (net/http's *url.Error does; it is unwrapped), so no query
-// string reaches a log through it.
+// the request URL, so no query string reaches a log through it: net/http's
+// *url.Error, which prints it, is unwrapped, and so is every *url.Error
+// that a Config.HTTPClient's RoundTripper wrapped in errors of its own
+// (their texts say the same without the URL; errors.Is and errors.As reach
+// their causes, never a *url.Error).
 type TransportError struct {
 	Method   string
 	Path     string // below the path prefix, escaped, without the query string; a next_page link's path redacted

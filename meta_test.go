@@ -74,6 +74,37 @@ func TestRequestIDMustBePrintable(t *testing.T) {
 	}
 }
 
+// The request id is the first one of the request-id headers shaped like
+// an id: one with a newline or a control byte is passed over, not taken
+// for the answer's id, in an error and in AttemptDone.
+func TestRequestIDIsTheFirstShapedLikeOne(t *testing.T) {
+	var got AttemptResult
+	c, mt := setup(t, Config{MaxRetries: -1, Observer: &Observer{AttemptDone: func(_ context.Context, _ Operation, _ Attempt, r AttemptResult) {
+		if r.Status == http.StatusBadRequest {
+			got = r
+		}
+	}}})
+	mt.RegisterResponder(http.MethodGet, mockPrefix+"/users/u-1", func(r *http.Request) (*http.Response, error) {
+		resp, _ := jsonResponder(400, map[string]any{"reason": ReasonRequestValidation, "error_message": "no"})(r)
+		resp.Header.Set("X-Request-Id", "id\nforged")
+		resp.Header["Request-Id"] = []string{"", "a\x1b[2Jb"}
+		resp.Header.Set("X-Correlation-Id", "corr-42")
+		resp.Header.Set("X-Trace-Id", "trace-7")
+		return resp, nil
+	})
+	_, err := c.Users.Get(context.Background(), "u-1")
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.RequestID != "corr-42" || !strings.HasSuffix(err.Error(), "(request id corr-42)") {
+		t.Errorf("err = %v; want RequestID corr-42", err)
+	}
+	if got.RequestID != "corr-42" || got.RequestIDHeader != "X-Correlation-Id" {
+		t.Errorf("AttemptDone got request id %q from %q; want corr-42 from X-Correlation-Id", got.RequestID, got.RequestIDHeader)
+	}
+	if _, id, _ := answerMeta(http.Header{"X-Amz-Request-Id": {"bad id", "amz-1"}}, time.Now()); id != "amz-1" {
+		t.Errorf("X-Amz-Request-Id [bad id, amz-1]: RequestID %q, want the second value", id)
+	}
+}
+
 // Deprecation and Sunset headers are logged once per route and Client.
 func TestDeprecationLoggedOncePerRoute(t *testing.T) {
 	var logs strings.Builder

@@ -458,7 +458,7 @@ func (c *Client) doneAttempt(ctx context.Context, op Operation, a Attempt, req *
 	}
 	var res AttemptResult
 	if err != nil {
-		res.Err = c.redactor(req, tok).error(&TransportError{Method: req.method, Path: req.path, Attempts: 1, Err: withoutURL(err)})
+		res.Err = c.redactor(req, tok).error(&TransportError{Method: req.method, Path: req.path, Attempts: 1, Err: withoutURL(err, req.url)})
 	} else {
 		res.Status = resp.StatusCode
 		switch resp.ProtoMajor {
@@ -468,13 +468,8 @@ func (c *Client) doneAttempt(ctx context.Context, op Operation, a Attempt, req *
 		default:
 			res.Protocol = strconv.Itoa(resp.ProtoMajor)
 		}
-		for _, name := range requestIDHeaders {
-			if v := resp.Header.Get(name); v != "" {
-				if requestIDShaped(v) {
-					res.RequestID, res.RequestIDHeader = c.redactor(req, tok).requestID(v), name
-				}
-				break
-			}
+		if id, name := requestIDOf(resp.Header); id != "" {
+			res.RequestID, res.RequestIDHeader = c.redactor(req, tok).requestID(id), name
 		}
 	}
 	c.observer.AttemptDone(ctx, op, a, res)

@@ -101,16 +101,21 @@ func (r *redactor) redact(s string, cut bool) string {
 // the cut at n would split is redacted, not cut, and the mark that stands
 // for it is kept whole (up to len(redacted)-1 bytes past n).
 func (r *redactor) kept(s string, n int, cut bool) string {
-	out := r.redact(s, cut)
-	if len(out) <= n {
-		return out
+	return cutKeepingMark(r.redact(s, cut), n)
+}
+
+// cutKeepingMark is the first n bytes of s, a redacted text, and the rest
+// of a mark that the cut at n would split.
+func cutKeepingMark(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
 	for k := max(0, n-len(redacted)+1); k < n; k++ {
-		if strings.HasPrefix(out[k:], redacted) {
-			return out[:k+len(redacted)]
+		if strings.HasPrefix(s[k:], redacted) {
+			return s[:k+len(redacted)]
 		}
 	}
-	return out[:n]
+	return s[:n]
 }
 
 // word is text for a reason, a code or a role: one of the words the spec
@@ -234,6 +239,23 @@ var requestIDHeaders = [...]string{"X-Request-Id", "Request-Id", "X-Correlation-
 // requestID redacts a request id.
 func (r *redactor) requestID(id string) string { return r.text(id) }
 
+// requestIDOf returns the first value of the request-id headers of h, in
+// the order of requestIDHeaders, that has the shape of an id, and the name
+// of its header: one that does not (a newline, a control byte, too long)
+// is passed over, not taken for the answer's id.
+func requestIDOf(h http.Header) (id, name string) {
+	for _, name := range requestIDHeaders {
+		for _, v := range h.Values(name) {
+			if v != "" && requestIDShaped(v) {
+				return v, name
+			}
+		}
+	}
+	return "", ""
+}
+
+// requestIDShaped reports whether v has the shape of a request id: at
+// most maxRequestID bytes of [A-Za-z0-9._:/+=-].
 func requestIDShaped(v string) bool {
 	if len(v) > maxRequestID {
 		return false
@@ -250,8 +272,8 @@ func requestIDShaped(v string) bool {
 
 // answerMeta is what an error tells of the answer beside its body, before
 // the redactor of the attempt reads it (see redactor.error): its headers
-// without those that can carry a credential by name, its request id when it
-// has the shape of one, and the wait Retry-After asked for.
+// without those that can carry a credential by name, its request id (see
+// requestIDOf), and the wait Retry-After asked for.
 func answerMeta(h http.Header, now time.Time) (kept http.Header, requestID string, retryAfter time.Duration) {
 	kept = make(http.Header, len(h))
 	for name, values := range h {
@@ -259,14 +281,7 @@ func answerMeta(h http.Header, now time.Time) (kept http.Header, requestID strin
 			kept[name] = append([]string(nil), values...)
 		}
 	}
-	for _, name := range requestIDHeaders {
-		if v := h.Get(name); v != "" {
-			if requestIDShaped(v) {
-				requestID = v
-			}
-			break
-		}
-	}
+	requestID, _ = requestIDOf(h)
 	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok && d > 0 {
 		retryAfter = d
 	}

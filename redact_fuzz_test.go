@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -35,11 +36,18 @@ func FuzzRedaction(f *testing.F) {
 	f.Add(strings.Repeat("%25", 20), uint8(3), uint8(8), uint16(1), strings.Repeat("%25", 100)+"%2")
 	f.Add(strings.Repeat("&amp;", 12), uint8(6), uint8(12), uint16(40), strings.Repeat("&amp;amp;", 50))
 	f.Add(strings.Repeat(`\%&+`, 16), uint8(4), uint8(11), uint16(99), strings.Repeat(`\u0026#x5c;%5C\\&#92;+%2B`, 20))
+	// A credential inside a longer base64 line, at each offset; one holding
+	// a percent escape of its own, quoted in JSON twice, after the start of
+	// an escape that reads as one with its first characters.
+	for offset := range 3 {
+		f.Add("line"+strings.Repeat("x", offset), uint8(3+offset), fuzzEncoding(fmt.Sprintf("inside a longer base64 line at offset %d", offset)), uint16(6), "said: and more")
+	}
+	f.Add(fuzzMaterial(`tok\n%7Eq`), uint8(0), fuzzEncoding("JSON in JSON with a literal percent escape"), uint16(11), `a JSON \u00`)
 	f.Fuzz(func(t *testing.T, material string, which, encoding uint8, offset uint16, filler string) {
 		creds := fuzzCredentials(material)
 		secret := creds[which%uint8(len(creds))]
 		enc := fuzzEncodings[int(encoding)%len(fuzzEncodings)]
-		echo := enc.Encode(secret)
+		echo, held := enc.Encode(secret), enc.Held(secret)
 		at := int(offset) % (len(filler) + 1)
 		text := filler[:at] + echo + filler[at:]
 		r := newRedactor(creds...)
@@ -49,22 +57,25 @@ func FuzzRedaction(f *testing.F) {
 			}
 		}
 		for _, out := range fuzzOutputs(t, creds, int(which)%len(creds), text) {
-			if strings.Contains(out, secret) || strings.Contains(out, echo) {
+			if strings.Contains(out, secret) || strings.Contains(out, held) {
 				t.Fatalf("credential %q, encoded %s as %q, survives in:\n%s", secret, enc.Name, echo, out)
 			}
 		}
 	})
 }
 
+// fuzzAlphabet is what the credentials are made of: a token's alphabet
+// and the characters that start escapes (an End User token is the
+// attacker's choice).
+const fuzzAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=\\%&"
+
 // fuzzCredentials derives the four credentials from material: each at least
-// 8 bytes of a token's alphabet and of the characters that start escapes
-// (an End User token is the attacker's choice), marked so that no text of
-// the SDK's own holds one.
+// 8 bytes of fuzzAlphabet, marked so that no text of the SDK's own holds
+// one.
 func fuzzCredentials(material string) []string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=\\%&"
 	var b strings.Builder
 	for i := range len(material) {
-		b.WriteByte(alphabet[int(material[i])%len(alphabet)])
+		b.WriteByte(fuzzAlphabet[int(material[i])%len(fuzzAlphabet)])
 	}
 	m := b.String()
 	for len(m) < 8 {
@@ -78,8 +89,29 @@ func fuzzCredentials(material string) []string {
 
 const fuzzID = "fuzz-client"
 
-// fuzzEncodings are the spellings of an echo.
-var fuzzEncodings = echotest.Encodings
+// fuzzMaterial is the material from which fuzzCredentials derives m (of
+// fuzzAlphabet's characters), for seeds.
+func fuzzMaterial(m string) string {
+	b := make([]byte, len(m))
+	for i := range len(m) {
+		b[i] = byte(strings.IndexByte(fuzzAlphabet, m[i]))
+	}
+	return string(b)
+}
+
+// fuzzEncodings are the spellings of an echo: in one step, then twice. The
+// seeds of testdata/fuzz/FuzzRedaction name the first ones by their index.
+var fuzzEncodings = append(append([]echotest.Encoding(nil), echotest.Encodings...), echotest.Twice...)
+
+// fuzzEncoding is the index of the encoding of that name, for seeds.
+func fuzzEncoding(name string) uint8 {
+	for i, e := range fuzzEncodings {
+		if e.Name == name {
+			return uint8(i)
+		}
+	}
+	panic("no encoding " + name)
+}
 
 // fuzzOutputs makes the Client meet text in every outside field of the
 // answers to the calls that carry creds[which] (each redactor is bound to

@@ -83,7 +83,7 @@ func refusedToSend(err error) bool {
 	if errors.As(err, &unknownCA) || errors.As(err, &verify) || errors.As(err, &hostname) {
 		return true
 	}
-	msg := withoutURL(err).Error()
+	msg := withoutURL(err, "").Error()
 	for _, s := range []string{"net/http: invalid method", "http: no Host in request URL", "net/http: nil Request"} {
 		if strings.Contains(msg, s) {
 			return true

@@ -6,8 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -175,6 +179,67 @@ func TestTransportErrorsRetriedWithoutURL(t *testing.T) {
 	}
 	if s := err.Error(); strings.Contains(s, "secret-page-token") || strings.Contains(s, "https://") || !strings.Contains(s, "connection reset") {
 		t.Errorf("Error() = %q; want the cause without the URL", s)
+	}
+}
+
+// A RoundTripper whose error wraps a *url.Error of its own (a service
+// mesh, a tracing wrapper) shows the request URL in its text, the query
+// with it: no error text, log record or hook argument holds it, every
+// *url.Error layer gives way to its cause, and errors.Is and errors.As
+// still reach the cause.
+func TestTransportErrorsWithoutNestedURL(t *testing.T) {
+	var hooked []string
+	obs := &Observer{AttemptDone: func(_ context.Context, _ Operation, _ Attempt, r AttemptResult) {
+		if r.Err != nil {
+			hooked = append(hooked, r.Err.Error())
+		}
+	}}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for name, wrap := range map[string]func(u string) error{
+		"mesh": func(u string) error {
+			return fmt.Errorf("mesh: upstream: %w", &url.Error{Op: "Get", URL: u, Err: refused})
+		},
+		"two wrappers": func(u string) error {
+			return fmt.Errorf("trace: %w", fmt.Errorf("mesh: %w", &url.Error{Op: "Get", URL: u, Err: refused}))
+		},
+		"nested": func(u string) error {
+			return &url.Error{Op: "Get", URL: u, Err: fmt.Errorf("mesh: %w", &url.Error{Op: "Get", URL: u, Err: refused})}
+		},
+		"joined": func(u string) error {
+			return errors.Join(errors.New("mesh"), &url.Error{Op: "Get", URL: u, Err: refused})
+		},
+		"quoted": func(u string) error {
+			return fmt.Errorf("mesh: %q: %w", (&url.Error{Op: "Get", URL: u, Err: refused}).Error(), refused)
+		},
+	} {
+		logs := &logBuffer{}
+		hooked = nil
+		c, mt := setup(t, Config{MaxRetries: 1, RetryWaitMin: time.Millisecond, RetryWaitMax: time.Millisecond, Observer: obs,
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		mt.RegisterResponder(http.MethodGet, mockPrefix+"/users", func(r *http.Request) (*http.Response, error) {
+			testQuery(t, r, "page=secret-page-token")
+			return nil, wrap(r.URL.String())
+		})
+		_, err := c.Users.ListPage(context.Background(), &ListOptions{NextPage: usersPath + "?page=secret-page-token"})
+		var te *TransportError
+		if !errors.As(err, &te) {
+			t.Fatalf("%s: err = %v (%T), want *TransportError", name, err, err)
+		}
+		texts := append([]string{err.Error(), fmt.Sprintf("%+v", te.Err), logs.String()}, hooked...)
+		for _, text := range texts {
+			if strings.Contains(text, "secret-page-token") || strings.Contains(text, "?page") || strings.Contains(text, mockBaseURL) {
+				t.Errorf("%s: the request URL in %q", name, text)
+			}
+		}
+		if len(hooked) != 2 || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(logs.String(), "connection refused") {
+			t.Errorf("%s: Error() = %q, hooks %q; want the cause in the error, each hook and the log", name, err, hooked)
+		}
+		var ue *url.Error
+		var op *net.OpError
+		if errors.As(err, &ue) || !errors.Is(err, syscall.ECONNREFUSED) || (name != "quoted" && !errors.As(err, &op)) {
+			t.Errorf("%s: errors.As reaches a *url.Error: %v; errors.Is the cause: %v; errors.As the *net.OpError: %v",
+				name, errors.As(err, &ue), errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &op))
+		}
 	}
 }
 

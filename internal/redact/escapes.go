@@ -10,11 +10,32 @@ import (
 // reading to out and, for each of its bytes, to start where in st.s the
 // escape it came from starts (from maps text's bytes; nil: text is st.s).
 // It also returns the kinds of escape the reading's characters could start
-// (for the next depth), and whether it decoded any escape.
-func (st *search) decode(text string, from []int32, k kind, out []byte, start []int32) ([]byte, []int32, kind, bool) {
+// (for the next depth), and whether it decoded any escape. With note, it
+// notes in st.escapes each escape of more than one character it decoded.
+func (st *search) decode(text string, from []int32, k kind, out []byte, start []int32, note bool) ([]byte, []int32, kind, bool) {
 	var holds kind
 	changed := false
 	for i := 0; i < len(text); {
+		// The bytes up to the next one that starts an escape of k, as they are.
+		j := i
+		for j < len(text) && startKind[text[j]]&k == 0 {
+			holds |= startKind[text[j]]
+			j++
+		}
+		if j > i {
+			st.steps += j - i
+			out = append(out, text[i:j]...)
+			if from != nil {
+				start = append(start, from[i:j]...)
+			} else {
+				for p := i; p < j; p++ {
+					start = append(start, int32(p))
+				}
+			}
+			if i = j; i == len(text) {
+				break
+			}
+		}
 		st.steps++
 		var v [utf8.UTFMax]byte
 		nv, n := 0, 0
@@ -29,19 +50,18 @@ func (st *search) decode(text string, from []int32, k kind, out []byte, start []
 			v[0], nv, n = ' ', 1, 1
 		}
 		at := int32(orig(from, i))
-		switch {
-		case n == 0: // not an escape: the byte as it is
+		if n == 0 { // not an escape: the byte as it is
 			v[0], nv, n = text[i], 1, 1
-		case n > 1:
-			st.escapes = append(st.escapes, escape{out: int32(len(out)), in: int32(i), end: int32(i + n)})
-			fallthrough
-		default:
+		} else {
 			changed = true
 		}
 		for _, b := range v[:nv] {
 			out = append(out, b)
 			start = append(start, at)
 			holds |= starts(b)
+		}
+		if note && n > 1 {
+			st.escapes = append(st.escapes, escape{in: int32(i), end: int32(i + n), next: int32(len(out))})
 		}
 		i += n
 	}

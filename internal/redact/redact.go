@@ -5,27 +5,30 @@
 // whatever else must hold no credential (a recording of answers) can use
 // it too.
 //
-// A credential is searched for in five forms: as it is, and in standard
-// and URL-safe base64, padded or not. A text is searched in every reading
-// an echo may need: as written, and decoded by each family of escapes
-// (JSON string escapes; HTML character references; percent-encoding, with
-// and without '+' for a space), and by all of these at once, with and
-// without '+', once, twice and three times over, so that escapes applied
-// twice (%252B, \u0026#x2B;) are read too.
+// A credential is searched for as it is and in base64, standard and
+// URL-safe, padded or not, also where it is a part of a longer text
+// encoded whole, at any of the three alignments with base64's groups (see
+// spellings). A text is searched in every reading an echo may need: as
+// written, and decoded by families of escapes (JSON string escapes; HTML
+// character references; percent-encoding, with and without '+' for a
+// space), up to three times over, so that escapes applied twice or three
+// times (%252B, \u0026#x2B;) are read too, and so that a credential's own
+// escapes (a token holding %7E) are left as they are where the layers
+// around it did not escape them (see families).
 //
 // Each reading is decoded in one pass that notes, for each byte, where the
 // escape it came from starts in the text, and each form is found in it by
-// Knuth-Morris-Pratt: nothing backtracks, and a reading whose text an
-// earlier one already had is not searched again. A Redactor counts its
-// steps (the bytes it examines over all readings and forms), and they
-// never exceed StepsPerByte × len(text) × Forms().
+// Knuth-Morris-Pratt: nothing backtracks, and a reading that an earlier
+// one already was (the same escapes decoded, or the same text) is not
+// searched again. A Redactor counts its steps (the bytes it examines over
+// all readings and forms), and they never exceed StepsPerByte × len(text)
+// × Forms().
 //
 // An echo may start inside an escape, when the text before it ends with an
 // escape character that reads as one with the echo's first characters
 // ("100%" before "C5..." reads "%C5"): a second search starts in each
-// escape a reading decodes. What this cannot find is an echo encoded twice
-// whose first characters were taken that way by the first decoding: a text
-// that malformed is not one a service writes.
+// escape a reading decodes and, for an echo encoded more than once, in
+// each escape the decodings before it took (see straddle.go).
 package redact
 
 import (
@@ -69,34 +72,55 @@ const (
 	kPlus                     // `+` for a space, as forms and query strings write it
 )
 
-// families are the escapes of the readings, and how many times over
-// each decodes a text. Each kind alone is read once, for a credential that
-// holds the characters of another (a secret with '%' quoted in JSON);
-// all kinds at once are read up to maxDepth times, for escapes applied
+// families are the escapes of the readings: for each, the kinds its
+// first, second and third decoding decode.
+//
+// All kinds at once, up to maxDepth times over, read escapes applied
 // twice or three times, of one kind or of several (%252B, \u0026#x2B;).
-var families = [...]struct {
-	kinds kind
-	depth int
-}{
-	{kJSON, 1}, {kHTML, 1}, {kPercent, 1}, {kPercent | kPlus, 1},
-	{kJSON | kHTML | kPercent, maxDepth}, {kJSON | kHTML | kPercent | kPlus, maxDepth},
+// But decoding all kinds also decodes a credential's own characters where
+// no layer around them escaped them: a token holding `%7E`, quoted in JSON
+// twice, loses its `%7E` to the percent-decoding. So the kinds are also
+// read alone (JSON and HTML up to maxDepth times over, percent-encoding
+// once: a layer of it escapes every other kind's characters), JSON and
+// HTML together without percent-encoding up to maxDepth times, and JSON
+// then HTML and HTML then JSON, one layer of each: HTML quoted in JSON and
+// JSON in HTML, whatever the credential holds.
+var families = [...][]kind{
+	{kJSON, kJSON, kJSON}, {kHTML, kHTML, kHTML}, {kPercent}, {kPercent | kPlus},
+	{kJSON, kHTML}, {kHTML, kJSON},
+	{kJSON | kHTML, kJSON | kHTML, kJSON | kHTML},
+	{kJSON | kHTML | kPercent, kJSON | kHTML | kPercent, kJSON | kHTML | kPercent},
+	{kJSON | kHTML | kPercent | kPlus, kJSON | kHTML | kPercent | kPlus, kJSON | kHTML | kPercent | kPlus},
 }
 
-// maxReadings is the most readings of one text: as written, and each
-// family at each of its depths.
-const maxReadings = 1 + 4*1 + 2*maxDepth
+// maxDecodings is the most decodings of one text: each family's, each
+// depth once (TestFamilies checks it), and maxReadings the most readings
+// searched: these and the text as written.
+const (
+	maxDecodings = 5*maxDepth + 1 + 1 + 2*2
+	maxReadings  = 1 + maxDecodings
+)
 
 // StepsPerByte is the c of the bound on a Redactor's work: redacting a
 // text of n bytes for F forms takes at most c × n × F steps (n and F
-// taken as at least 1). Per reading, decoding examines each byte once and,
-// at the start of a possible escape, at most maxEscape more; its hash and
-// the check for escape characters examine each byte once more; and each
-// form's search examines each byte at most twice (KMP falls back at most
-// as often as it advances), and as often again at the end of a cut text;
-// the search that starts inside an escape examines each byte at most twice
-// more, and at each escape its characters (at most maxEscape) twice; and a
-// long form's rest is compared with each byte at most once.
-const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 + 4 + (4 + maxEscape) + 1)
+// taken as at least 1). Per reading:
+//   - decoding examines each byte once and, at the start of a possible
+//     escape, at most maxEscape more; its hash and the check for escape
+//     characters examine each byte once more;
+//   - carrying the straddles (see carry) examines the escapes, the new
+//     reading and the characters of the new straddles once each; the
+//     straddles carried have at most (maxDepth-1) × n characters, each
+//     examined once and decoded again (1 + maxEscape);
+//   - each form's search examines each byte at most twice (KMP falls back
+//     at most as often as it advances), and as often again at the end of
+//     a cut text; the search from the straddles examines each byte at most
+//     twice more, and each straddle's characters (maxDepth × n in all)
+//     twice; a long form's rest is compared with each byte at most once;
+//     and a match of a base64 middle, at most one a byte, examines at most
+//     4 bytes around it.
+const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 +
+	(3 + (2+maxEscape)*(maxDepth-1)) +
+	4 + (4 + 2*maxDepth) + 1 + 4)
 
 // A Redactor replaces credentials in texts. It is safe for concurrent use.
 type Redactor struct {
@@ -109,6 +133,17 @@ type form struct {
 	rest  string  // what follows s in a credential longer than maxFormLen
 	short bool    // shorter than MinLen: found between non-alphanumeric neighbours only
 	fail  []int32 // fail[q] is the length of the longest proper border of s[:q+1]
+	// A base64 middle (see spellings) is redacted with the characters
+	// that carry bits of the credential and of its neighbours in the
+	// encoded stream: lead, the one before it; trail, the one after it and
+	// the padding after that; each only when it is a base64 character. At
+	// the end of a cut text, a start of a middle with a lead (at the second
+	// or third alignment) is taken for an echo from one group of 4
+	// characters on (3 bytes of the credential): a shorter one is the end
+	// of too many texts. The first alignment's middle starts the whole
+	// base64 forms, whose starts count from their first character.
+	lead, trail bool
+	has         [4]uint64 // the bytes s holds, a bit each
 }
 
 // New returns a Redactor of creds (each trimmed of white space; empty ones
@@ -135,24 +170,89 @@ func (r *Redactor) add(creds []string) {
 		if c == "" {
 			continue
 		}
-		r.addForm(c[:min(len(c), maxFormLen)], c[min(len(c), maxFormLen):])
-		b := []byte(c[:min(len(c), maxFormLen/4*3)])
-		for _, f := range [...]string{
-			base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
-			base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
-		} {
-			r.addForm(f[:min(len(f), maxFormLen)], "")
+		for _, f := range spellings(c) {
+			r.addForm(f)
 		}
 	}
 }
 
-func (r *Redactor) addForm(s, rest string) {
-	for _, f := range r.forms {
-		if f.s == s && f.rest == rest {
+// spellings returns the forms of credential c: c itself (its first
+// maxFormLen bytes, and the rest to follow), and its base64 forms.
+//
+// In a longer base64 text (a whole line encoded, "Authorization: Bearer
+// <token>"), c may start at any byte, so at any of three alignments with
+// the groups of 3 bytes that base64 writes as 4 characters. At each, the
+// characters of the encoding that depend on c's bytes alone are the same
+// whatever comes before and after: c's middle at that alignment. It is
+// searched for where it spans at least 2 whole groups of 4 characters, and
+// redacted with the characters before and after it that mix c's bits with
+// its neighbours' (lead and trail). A credential too short for that at
+// the first alignment is searched for by its whole base64 forms, padded or
+// not, and the short-credential rule (MinLen) holds for them: so that a
+// service's message is never cut for a few characters that happen to
+// spell a short credential's middle.
+func spellings(c string) []form {
+	forms := []form{{s: c[:min(len(c), maxFormLen)], rest: c[min(len(c), maxFormLen):]}}
+	b := c[:min(len(c), maxFormLen/4*3)]
+	for a := range 3 {
+		m, lead, trail, ok := middle(b, a)
+		if !ok {
+			if a == 0 {
+				forms = append(forms, whole(b)...)
+			}
+			continue
+		}
+		forms = append(forms, form{s: m, lead: lead, trail: trail},
+			form{s: urlSafe.Replace(m), lead: lead, trail: trail})
+	}
+	return forms
+}
+
+// groupChars is the length of a group of base64 characters (3 bytes).
+const groupChars = 4
+
+// urlSafe turns standard base64 into URL-safe base64.
+var urlSafe = strings.NewReplacer("+", "-", "/", "_")
+
+// middle returns the middle of the base64 encoding (standard) of b
+// preceded by a bytes (0, 1 or 2) and followed by any: the characters
+// whose 6 bits all come from b. lead says that the character before it
+// mixes bits of b with bits of the bytes before; trail, that the one
+// after it mixes them with the bytes after. ok is false when the middle
+// spans fewer than 2 whole groups of 4 characters.
+func middle(b string, a int) (m string, lead, trail, ok bool) {
+	start := (8*a + 5) / 6      // the first character past the a bytes' bits: 0, 2 or 3
+	end := 8 * (a + len(b)) / 6 // the characters before end have no bit of the bytes after
+	if end/groupChars-(start+groupChars-1)/groupChars < 2 {
+		return "", false, false, false
+	}
+	enc := base64.RawStdEncoding.EncodeToString(append(make([]byte, a, a+len(b)), b...))
+	return enc[start:end], a > 0, 8*(a+len(b))%6 != 0, true
+}
+
+// whole returns the four base64 forms of b: standard and URL-safe, padded
+// and not.
+func whole(b string) []form {
+	var forms []form
+	for _, enc := range [...]*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		f := enc.EncodeToString([]byte(b))
+		forms = append(forms, form{s: f[:min(len(f), maxFormLen)]})
+	}
+	return forms
+}
+
+// addForm adds f, with its failure function, unless r has it already.
+func (r *Redactor) addForm(f form) {
+	for _, g := range r.forms {
+		if g.s == f.s && g.rest == f.rest && g.lead == f.lead && g.trail == f.trail {
 			return
 		}
 	}
-	f := form{s: s, rest: rest, short: len(s) < MinLen, fail: make([]int32, len(s))}
+	s := f.s
+	f.short, f.fail = len(s) < MinLen, make([]int32, len(s))
+	for i := range len(s) {
+		f.has[s[i]/64] |= 1 << (s[i] % 64)
+	}
 	for q, k := 1, int32(0); q < len(s); q++ {
 		for k > 0 && s[q] != s[k] {
 			k = f.fail[k-1]
@@ -186,7 +286,8 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 	if len(r.forms) == 0 || s == "" {
 		return s, 0
 	}
-	st := r.search(s, cut)
+	st := search{forms: r.forms, s: s, cut: cut} // on the stack: no allocation without a match
+	st.run()
 	return st.result(), st.steps
 }
 
@@ -202,45 +303,95 @@ func (r *Redactor) Spans(s string, cut bool) []Span {
 	if len(r.forms) == 0 || s == "" {
 		return nil
 	}
-	st := r.search(s, cut)
+	st := search{forms: r.forms, s: s, cut: cut}
+	st.run()
 	var spans []Span
 	st.runs(func(a, b int) { spans = append(spans, Span{a, b}) })
 	return spans
 }
 
-// search searches s, in every reading, for every form of r.
-func (r *Redactor) search(s string, cut bool) *search {
-	st := &search{forms: r.forms, s: s, cut: cut}
+// run searches st.s, in every reading, for every form.
+//
+// A reading is the same whichever family gets it when the kinds each of
+// its decodings decoded are the same once those the text did not hold are
+// left out (a text without '%' reads the same with and without
+// percent-decoding): such a reading is neither decoded nor searched again.
+// A family whose reading at some depth is new decodes its depths up to it.
+func (st *search) run() {
+	s := st.s
 	present := st.escapesIn(s)
 	st.reading(s, nil)
 	var out []byte
 	var maps [2][]int32
 	for _, fam := range families {
-		k := fam.kinds
-		text, from, holds := s, []int32(nil), present
-		for d := range fam.depth {
+		var p path
+		holds := present
+		text, from, have := s, []int32(nil), 0 // the reading of p's first have decodings
+		st.cur.reset()
+		for d, k := range fam {
 			if holds&k == 0 {
 				break // nothing to decode: the reading would be the last one
+			}
+			p.kinds[d], p.depth = holds&k, uint8(d+1)
+			if e := st.known(p); e != nil {
+				if !e.changed {
+					break
+				}
+				holds = e.holds
+				continue
 			}
 			if out == nil {
 				// A reading is never longer than the text: one allocation each.
 				out, maps[0], maps[1] = make([]byte, 0, len(s)), make([]int32, 0, len(s)), make([]int32, 0, len(s))
 			}
+			if have < d { // another family had the depths before: decode them again
+				text, from, have = s, nil, 0
+				st.cur.reset()
+			}
 			var changed bool
-			st.escapes = st.escapes[:0]
-			st.input, st.inputFrom = text, from
-			out, maps[d%2], holds, changed = st.decode(text, from, k, out[:0], maps[d%2][:0])
+			for ; have <= d; have++ {
+				st.escapes = st.escapes[:0]
+				st.input, st.inputFrom = text, from
+				out, maps[have%2], holds, changed = st.decode(text, from, p.kinds[have], out[:0], maps[have%2][:0], true)
+				st.carry(p.kinds[have], maps[have%2])
+				text, from = string(out), maps[have%2]
+			}
+			st.decoded[st.ndecoded] = decoded{path: p, holds: holds, changed: changed}
+			st.ndecoded++
 			if !changed {
 				break
 			}
-			text, from = string(out), maps[d%2]
 			if st.seen(text) {
 				continue
 			}
 			st.reading(text, from)
 		}
 	}
-	return st
+}
+
+// known returns what decoding the reading p found, nil when it was not
+// decoded yet.
+func (st *search) known(p path) *decoded {
+	for i := range st.decoded[:st.ndecoded] {
+		if st.decoded[i].path == p {
+			return &st.decoded[i]
+		}
+	}
+	return nil
+}
+
+// path names a reading by the kinds each of its decodings decoded.
+type path struct {
+	kinds [maxDepth]kind
+	depth uint8
+}
+
+// decoded is what a reading's decoding found: the kinds of escape its
+// characters could start, and whether it decoded any escape.
+type decoded struct {
+	path    path
+	holds   kind
+	changed bool
 }
 
 // search is one text being redacted.
@@ -250,14 +401,17 @@ type search struct {
 	cut   bool
 	steps int
 	delta []int32 // nil until a span is found: +1 where one starts, -1 where it ends
-	// The decoded escapes of the reading searched, in order, and the text
-	// it was decoded from (a reading of the one before, or st.s) with its
-	// map to st.s: an echo may start inside one of them.
+	// The escapes the last decoding decoded, in order, and the text it
+	// decoded (a reading, or st.s) with its map to st.s; the straddles of
+	// the reading it made, and of the one before.
 	escapes   []escape
 	input     string
 	inputFrom []int32
+	cur, prev straddles
 	hashes    [maxReadings]uint64 // of the decoded readings searched
 	nhashes   int
+	decoded   [maxDecodings]decoded // the readings decoded, by path
+	ndecoded  int
 }
 
 // seed hashes readings, to tell one already searched.
@@ -289,19 +443,10 @@ func (st *search) escapesIn(s string) kind {
 }
 
 // starts returns the kind of escape that c starts, 0 for none.
-func starts(c byte) kind {
-	switch c {
-	case '\\':
-		return kJSON
-	case '&':
-		return kHTML
-	case '%':
-		return kPercent
-	case '+':
-		return kPlus
-	}
-	return 0
-}
+func starts(c byte) kind { return startKind[c] }
+
+// startKind is the kind of escape each byte starts.
+var startKind = [256]kind{'\\': kJSON, '&': kHTML, '%': kPercent, '+': kPlus}
 
 // orig is where, in the text, the escape that gave byte i of a reading
 // starts; from maps the reading's bytes, nil for the text itself.
@@ -325,45 +470,43 @@ func (st *search) reading(text string, from []int32) {
 
 // find adds a span for each occurrence of f in text (KMP; where the
 // search is at the start of f, IndexByte skips to the next candidate).
-//
-// An echo may also start inside an escape of the text, when what comes
-// before it ends with an escape character that reads as one with the
-// echo's first characters ("100%" before "C5..." reads "%C5"). So at each
-// decoded escape of st.escapes, a second search (b) starts from the
-// escape's characters after the first, read as they are, then goes on
-// with the reading after the escape; one such search at a time.
+// At each straddle of the reading, a second search (b) reads the
+// straddle's characters, then goes on with the reading after it; one such
+// search at a time.
 func (st *search) find(text string, from []int32, f *form) {
 	s, q := f.s, 0
-	ext := 0 // where the last match of a long form followed its rest to
+	steps := 0 // added to st.steps at the end: a local counts faster
+	ext := 0   // where the last match of a long form followed its rest to
 	b := struct {
-		q, from int // its state, and the first byte of text it reads
-		start   int // where, in st.s, its occurrence starts
+		q     int // its state
+		start int // where, in st.s, its occurrence starts
 	}{}
-	escapes := st.escapes
+	xs := st.cur.list
 	for i := 0; i < len(text); {
-		if len(escapes) > 0 && int(escapes[0].out) == i {
+		for len(xs) > 0 && int(xs[0].at) == i {
 			if b.q == 0 {
-				b.q, b.start, b.from = st.straddle(text, from, escapes[0], f)
+				b.q, b.start = st.enter(xs[0], f)
 			}
-			escapes = escapes[1:]
+			xs = xs[1:]
 		}
 		if q == 0 && b.q == 0 {
 			next := len(text)
-			if len(escapes) > 0 {
-				next = int(escapes[0].out)
+			if len(xs) > 0 {
+				next = int(xs[0].at)
 			}
 			j := strings.IndexByte(text[i:next], s[0])
 			if j < 0 {
-				st.steps += next - i
+				steps += next - i
 				i = next
 				continue
 			}
-			st.steps += j
+			steps += j
 			i += j
 		}
 		c := text[i]
-		st.steps++
-		q = st.step(f, q, c)
+		var n int
+		q, n = f.step(q, c)
+		steps += 1 + n
 		if q == len(s) {
 			b := i + 1
 			if f.rest != "" && i+1-len(s) >= ext {
@@ -371,16 +514,17 @@ func (st *search) find(text string, from []int32, f *form) {
 				// starting inside the last one followed is not followed.
 				for k := 0; b < len(text) && k < len(f.rest) && text[b] == f.rest[k]; k++ {
 					b++
-					st.steps++
+					steps++
 				}
 				ext = b
 			}
-			st.match(text, from, i+1-len(s), b, f.short)
+			st.match(text, from, i+1-len(s), b, f)
 			q = int(f.fail[q-1])
 		}
-		if b.q > 0 && i >= b.from {
-			st.steps++
-			if b.q = st.step(f, b.q, c); b.q == len(s) {
+		if b.q > 0 {
+			b.q, n = f.step(b.q, c)
+			steps += 1 + n
+			if b.q == len(s) {
 				if !(f.short && ((b.start > 0 && alnum(st.s[b.start-1])) || (i+1 < len(text) && alnum(text[i+1])))) {
 					st.span(b.start, st.end(text, from, i+1))
 				}
@@ -389,53 +533,53 @@ func (st *search) find(text string, from []int32, f *form) {
 		}
 		i++
 	}
+	st.steps += steps
 }
 
-// step is KMP's step from state q on byte c.
-func (st *search) step(f *form, q int, c byte) int {
+// step is KMP's step from state q on byte c: the new state, and the
+// steps its fallbacks took.
+func (f *form) step(q int, c byte) (int, int) {
+	n := 0
 	for q > 0 && f.s[q] != c {
 		q = int(f.fail[q-1])
-		st.steps++
+		n++
 	}
 	if f.s[q] == c {
 		q++
 	}
-	return q
+	return q, n
 }
 
-// escape is a decoded escape of a reading: its first byte in the
-// reading, and where it was in the text the reading was decoded from.
-type escape struct{ out, in, end int32 }
-
-// straddle reads the characters of escape e after its first, as they
-// stand in the text the reading was decoded from: it returns the state of
-// f they leave, where in st.s the part of them f starts with begins, and
-// the first byte of text after the escape.
-func (st *search) straddle(text string, from []int32, e escape, f *form) (q, start, next int) {
-	next = int(e.out) + 1
-	for next < len(text) && from[next] == from[e.out] {
-		next++
-		st.steps++
-	}
-	for k := e.in + 1; k < e.end; k++ {
-		st.steps++
-		if q = st.step(f, q, st.input[k]); q == len(f.s) {
-			q = int(f.fail[q-1]) // whole in the escape: the text before has it
-		}
-	}
-	if q > 0 {
-		start = orig(st.inputFrom, int(e.end)-q)
-	}
-	return q, start, next
-}
-
-// match adds the span of the occurrence text[a:b] of a form.
-func (st *search) match(text string, from []int32, a, b int, short bool) {
-	if short && ((a > 0 && alnum(text[a-1])) || (b < len(text) && alnum(text[b]))) {
+// match adds the span of the occurrence text[a:b] of form f, with the
+// characters of a base64 echo that carry some of the credential's bits
+// around a middle (f.lead, f.trail).
+func (st *search) match(text string, from []int32, a, b int, f *form) {
+	if f.short && ((a > 0 && alnum(text[a-1])) || (b < len(text) && alnum(text[b]))) {
 		return
+	}
+	a = st.lead(text, a, f)
+	if f.trail && b < len(text) && base64Char(text[b]) {
+		b++
+		for k := 0; k < 2 && b < len(text) && text[b] == '='; k++ {
+			b++
+		}
+		st.steps += 3
 	}
 	st.span(orig(from, a), st.end(text, from, b))
 }
+
+// lead is where an occurrence of f at a starts once the base64 character
+// before it that mixes the credential's bits with the text's is taken too.
+func (st *search) lead(text string, a int, f *form) int {
+	st.steps++
+	if f.lead && a > 0 && base64Char(text[a-1]) {
+		return a - 1
+	}
+	return a
+}
+
+// base64Char reports whether c is a character of standard or URL-safe base64.
+func base64Char(c byte) bool { return alnum(c) || c == '+' || c == '/' || c == '-' || c == '_' }
 
 // end is where, in st.s, the escape that gave byte b-1 of a reading ends.
 func (st *search) end(text string, from []int32, b int) int {
@@ -463,8 +607,12 @@ func (st *search) tail(text string, from []int32, f *form) {
 		st.steps++
 	}
 	s, q, best := f.s, 0, -1
+	need := 1
+	if f.lead {
+		need = groupChars
+	}
 	for i := max(0, lo-len(s)); ; i++ {
-		if i >= lo && q > 0 && (i == n || starts(st.s[orig(from, i)])&(kJSON|kHTML|kPercent) != 0) {
+		if i >= lo && q >= need && (i == n || starts(st.s[orig(from, i)])&(kJSON|kHTML|kPercent) != 0) {
 			if a := i - q; !(f.short && a > 0 && alnum(text[a-1])) && (best < 0 || a < best) {
 				best = a
 			}
@@ -472,13 +620,15 @@ func (st *search) tail(text string, from []int32, f *form) {
 		if i == n {
 			break
 		}
-		st.steps++
-		if q = st.step(f, q, text[i]); q == len(s) {
+		var n int
+		q, n = f.step(q, text[i])
+		st.steps += 1 + n
+		if q == len(s) {
 			q = int(f.fail[q-1]) // a whole occurrence: find has it
 		}
 	}
 	if best >= 0 {
-		st.span(orig(from, best), len(st.s))
+		st.span(orig(from, st.lead(text, best, f)), len(st.s))
 	}
 }
 

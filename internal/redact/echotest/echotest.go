@@ -18,44 +18,86 @@ import (
 type Encoding struct {
 	Name   string
 	Encode func(string) string
+	// Core returns the part of Encode(s) that carries s, when that is not
+	// all of it: a text inside a longer base64 line leaves the characters
+	// of the rest of the line. Nil for all of it.
+	Core func(string) string
 }
 
-// Encodings are the spellings an echo takes in one step: as it is, base64,
-// JSON, HTML, percent-encoding and Go quoting.
+// Held is what of Encode(s) no redacted output may keep: Core(s), or all
+// of Encode(s).
+func (e Encoding) Held(s string) string {
+	if e.Core != nil {
+		return e.Core(s)
+	}
+	return e.Encode(s)
+}
+
+// Encodings are the spellings an echo takes in one step: as it is, base64
+// (alone, or inside a longer line encoded whole), JSON, HTML,
+// percent-encoding and Go quoting.
 var Encodings = []Encoding{
-	{"raw", func(s string) string { return s }},
-	{"base64", func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 unpadded", func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe", func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }},
-	{"base64 URL-safe unpadded", func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }},
-	{"query escape", url.QueryEscape},
-	{"path escape", url.PathEscape},
-	{"percent lower case", func(s string) string { return strings.ToLower(PercentAll(s)) }},
-	{"percent upper case", PercentAll},
-	{"JSON", JSON},
-	{"JSON escaped slash", func(s string) string { return strings.ReplaceAll(JSON(s), "/", `\/`) }},
-	{"JSON \\u", JSONAll},
-	{"HTML escape", html.EscapeString},
-	{"HTML decimal references", func(s string) string { return References(s, "&#%d;") }},
-	{"HTML hex references", func(s string) string { return References(s, "&#x%X;") }},
-	{"HTML named references", strings.NewReplacer("+", "&plus;", "/", "&sol;", "=", "&equals;", ":", "&colon;", ".", "&period;").Replace},
-	{"quoted", strconv.Quote},
+	{Name: "raw", Encode: func(s string) string { return s }},
+	{Name: "base64", Encode: func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }},
+	{Name: "base64 unpadded", Encode: func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }},
+	{Name: "base64 URL-safe", Encode: func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }},
+	{Name: "base64 URL-safe unpadded", Encode: func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }},
+	{Name: "query escape", Encode: url.QueryEscape},
+	{Name: "path escape", Encode: url.PathEscape},
+	{Name: "percent lower case", Encode: func(s string) string { return strings.ToLower(PercentAll(s)) }},
+	{Name: "percent upper case", Encode: PercentAll},
+	{Name: "JSON", Encode: JSON},
+	{Name: "JSON escaped slash", Encode: func(s string) string { return strings.ReplaceAll(JSON(s), "/", `\/`) }},
+	{Name: "JSON \\u", Encode: JSONAll},
+	{Name: "HTML escape", Encode: html.EscapeString},
+	{Name: "HTML decimal references", Encode: func(s string) string { return References(s, "&#%d;") }},
+	{Name: "HTML hex references", Encode: func(s string) string { return References(s, "&#x%X;") }},
+	{Name: "HTML named references", Encode: strings.NewReplacer("+", "&plus;", "/", "&sol;", "=", "&equals;", ":", "&colon;", ".", "&period;").Replace},
+	{Name: "quoted", Encode: strconv.Quote},
+	Base64Line(0),
+	Base64Line(1),
+	Base64Line(2),
 }
 
 // Twice are the spellings of an escape applied twice, or of one kind
 // inside another.
 var Twice = []Encoding{
-	{"percent twice", func(s string) string { return url.QueryEscape(url.QueryEscape(s)) }},
-	{"percent of percent", func(s string) string { return strings.ReplaceAll(PercentAll(s), "%", "%25") }},
-	{"percent three times", func(s string) string {
+	{Name: "percent twice", Encode: func(s string) string { return url.QueryEscape(url.QueryEscape(s)) }},
+	{Name: "percent of percent", Encode: func(s string) string { return strings.ReplaceAll(PercentAll(s), "%", "%25") }},
+	{Name: "percent three times", Encode: func(s string) string {
 		return strings.ReplaceAll(strings.ReplaceAll(PercentAll(s), "%", "%25"), "%", "%25")
 	}},
-	{"HTML in JSON", func(s string) string { return JSONAll(References(s, "&#x%X;")) }},
-	{"HTML twice", func(s string) string { return html.EscapeString(References(s, "&#x%X;")) }},
-	{"percent in HTML", func(s string) string { return References(PercentAll(s), "&#%d;") }},
-	{"percent in JSON", func(s string) string { return JSONAll(PercentAll(s)) }},
-	{"JSON in JSON", func(s string) string { return JSON(JSONAll(s)) }},
-	{"base64 in percent", func(s string) string { return url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(s))) }},
+	{Name: "HTML in JSON", Encode: func(s string) string { return JSONAll(References(s, "&#x%X;")) }},
+	{Name: "HTML twice", Encode: func(s string) string { return html.EscapeString(References(s, "&#x%X;")) }},
+	{Name: "percent in HTML", Encode: func(s string) string { return References(PercentAll(s), "&#%d;") }},
+	{Name: "percent in JSON", Encode: func(s string) string { return JSONAll(PercentAll(s)) }},
+	{Name: "JSON in JSON", Encode: func(s string) string { return JSON(JSONAll(s)) }},
+	{Name: "base64 in percent", Encode: func(s string) string { return url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(s))) }},
+	// A text holding a percent escape of its own (%7E), quoted in JSON
+	// twice: JSON leaves the escape as it is.
+	{Name: "JSON in JSON with a literal percent escape", Encode: func(s string) string { return JSON(JSON(s)) }},
+}
+
+// lineStart is what a base64 line holds before the text, but for the
+// spaces that set its offset: 9 bytes, 3 groups of 3.
+const lineStart = `{"said":"`
+
+// Base64Line is the spelling of a text inside a longer line encoded whole
+// in standard base64 (a JSON object quoting it, as a proxy that encodes
+// what it relays writes it), at offset 0, 1 or 2 of base64's groups of 3
+// bytes. Its Core is the run of characters that carry the text's bits.
+func Base64Line(offset int) Encoding {
+	before := lineStart + strings.Repeat(" ", offset)
+	const after = "\"}\n"
+	encode := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(before + s + after)) }
+	return Encoding{
+		Name:   fmt.Sprintf("inside a longer base64 line at offset %d", offset),
+		Encode: encode,
+		Core: func(s string) string {
+			p, n := len(before), len(s)
+			return encode(s)[8*p/6 : (8*(p+n)-1)/6+1]
+		},
+	}
 }
 
 // JSON is s as the inside of a JSON string, as encoding/json writes it.
