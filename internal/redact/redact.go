@@ -298,14 +298,17 @@ func (r *Redactor) Redact(s string, cut bool) (string, int) {
 	return st.result(), st.steps
 }
 
-// A Span is a run of a text, text[Start:End], that Redact replaces with
-// one Marker. Cred is the index, in the order given to New and then to
-// With, of the credential whose echo starts the run (of those starting
-// there, the one found first): a run may hold echoes of others after it.
+// A Span is a run of a text, text[Start:End], that Redact replaces
+// (with other runs next to it, when they touch, by one Marker), and Cred
+// the credential it is an echo of: its index in the order given to New
+// and then to With.
 type Span struct{ Start, End, Cred int }
 
-// Spans returns the runs of s that Redact(s, cut) replaces, in order:
-// disjoint and not adjacent. It is for whatever replaces an echo by
+// Spans returns the runs of s that Redact(s, cut) replaces, in order and
+// disjoint, each named by its credential. Where echoes overlap, the run
+// goes to the one that starts first (the longer when two start together,
+// the one found first when they are as long): runs next to each other are
+// of different credentials. It is for whatever replaces an echo by
 // something else than Marker (a recording's placeholder, which names the
 // credential).
 func (r *Redactor) Spans(s string, cut bool) []Span {
@@ -314,9 +317,27 @@ func (r *Redactor) Spans(s string, cut bool) []Span {
 	}
 	st := search{r: r, s: s, cut: cut, named: true}
 	st.run()
+	if st.delta == nil {
+		return nil
+	}
 	var spans []Span
-	st.runs(func(a, b int) { spans = append(spans, Span{a, b, int(st.who[a]) - 1}) })
-	return spans
+	cur := Span{Start: -1}
+	for i, end := range st.far {
+		end := int(end)
+		switch {
+		case end == 0:
+		case cur.Start >= 0 && i < cur.End:
+			cur.End = max(cur.End, end)
+		case cur.Start >= 0 && i == cur.End && int(st.who[i])-1 == cur.Cred:
+			cur.End = end
+		default:
+			if cur.Start >= 0 {
+				spans = append(spans, cur)
+			}
+			cur = Span{Start: i, End: end, Cred: int(st.who[i]) - 1}
+		}
+	}
+	return append(spans, cur)
 }
 
 // run searches st.s, in every reading, for every form.
@@ -412,7 +433,8 @@ type search struct {
 	steps int
 	found int     // occurrences
 	delta []int32 // nil until a span is found: +1 where one starts, -1 where it ends
-	who   []int32 // with delta, when named: 1 + the credential of the first span found to start at each byte
+	who   []int32 // with delta, when named: for each byte, 1 + the credential of the longest span that starts there
+	far   []int32 // and where it ends
 	exts  []int   // for each form with a rest, where its last match followed it to
 	// The escapes the last decoding decoded, in order, and the text it
 	// decoded (a reading, or st.s) with its map to st.s; the straddles of
@@ -708,13 +730,13 @@ func (st *search) span(a, b int, cred int32) {
 	if st.delta == nil {
 		st.delta = make([]int32, len(st.s)+1)
 		if st.named {
-			st.who = make([]int32, len(st.s)+1)
+			st.who, st.far = make([]int32, len(st.s)), make([]int32, len(st.s))
 		}
 	}
 	st.delta[a]++
 	st.delta[b]--
-	if st.named && st.who[a] == 0 {
-		st.who[a] = cred + 1
+	if st.named && int32(b) > st.far[a] {
+		st.who[a], st.far[a] = cred+1, int32(b)
 	}
 }
 

@@ -225,6 +225,29 @@ func TestSpansNameTheirCredential(t *testing.T) {
 	}
 }
 
+// Echoes side by side are two spans, each named by its own credential;
+// overlapping ones, one, named by the one that starts first.
+func TestSpansOfNeighbours(t *testing.T) {
+	r := New("token-aaaa-1111", "token-bbbb-2222")
+	over := r.With("1111token-bbbb-2222x")
+	for text, want := range map[string][]Span{
+		"token-aaaa-1111token-bbbb-2222!":  {{0, 15, 0}, {15, 30, 1}},
+		"token-aaaa-1111 token-bbbb-2222!": {{0, 15, 0}, {16, 31, 1}},
+	} {
+		if got := r.Spans(text, false); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Spans(%q) = %v, want %v", text, got, want)
+		}
+	}
+	for text, want := range map[string][]Span{
+		"token-aaaa-1111token-bbbb-2222x": {{0, 31, 0}},
+		"1111token-bbbb-2222x":            {{0, 20, 2}},
+	} {
+		if got := over.Spans(text, false); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Spans(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
