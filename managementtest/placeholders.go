@@ -394,7 +394,7 @@ func formMembers(data string) []bodyMember {
 // after making one of the forms learnt since the last call. A tier at
 // least as large as the one before it is merged into it, so that there
 // are at most about log2 of the forms learnt, and each form is put in a
-// Redactor that many times at most (making one is linear in its forms). A
+// Redactor that many times at most (joining two is linear in their forms). A
 // recording, which learns every credential before it replaces any, has
 // one.
 func (c *credentials) engines() []tier {
@@ -403,9 +403,9 @@ func (c *credentials) engines() []tier {
 		c.pending = forms{}
 	}
 	for n := len(c.tiers); n >= 2 && len(c.tiers[n-1].forms.forms) >= len(c.tiers[n-2].forms.forms); n = len(c.tiers) {
-		older, newer := c.tiers[n-2].forms, c.tiers[n-1].forms
-		fs := forms{append(slices.Clip(older.forms), newer.forms...), append(slices.Clip(older.owner), newer.owner...)}
-		c.tiers = append(c.tiers[:n-2], tier{forms: fs, r: redact.New(fs.forms...)})
+		older, newer := c.tiers[n-2], c.tiers[n-1]
+		fs := forms{append(slices.Clip(older.forms.forms), newer.forms.forms...), append(slices.Clip(older.owner), newer.owner...)}
+		c.tiers = append(c.tiers[:n-2], tier{forms: fs, r: older.r.Join(newer.r)})
 	}
 	return c.tiers
 }

@@ -163,39 +163,84 @@ type form struct {
 // New returns a Redactor of creds (each trimmed of white space; empty ones
 // are ignored). Making it takes time linear in their total length.
 func New(creds ...string) *Redactor {
-	r := &Redactor{creds: creds}
 	size := 0
 	for _, c := range creds {
 		size += 7 * min(len(c), maxFormLen) // the raw form and 6 base64 ones of 4/3 its length
 	}
-	r.a = newAutomaton(size)
+	r := &Redactor{creds: creds, a: newAutomaton(size)}
 	for i, c := range creds {
 		c = strings.TrimSpace(c)
 		if c == "" {
 			continue
 		}
 		for _, f := range spellings(c) {
-			f.cred, f.short = int32(i), len(f.s) < MinLen
-			r.forms = append(r.forms, f)
-			if !r.a.insert(r.forms, len(r.forms)-1) {
-				r.forms = r.forms[:len(r.forms)-1]
-				continue
-			}
-			if f.rest != "" {
-				r.longs++
-				r.forms[len(r.forms)-1].long = int32(r.longs)
-			}
+			f.cred = int32(i)
+			r.addForm(f)
 		}
 	}
 	r.a.link()
 	return r
 }
 
+// addForm adds f unless r has it already.
+func (r *Redactor) addForm(f form) {
+	f.short, f.next, f.long = len(f.s) < MinLen, 0, 0
+	r.forms = append(r.forms, f)
+	if !r.a.insert(r.forms, len(r.forms)-1) {
+		r.forms = r.forms[:len(r.forms)-1]
+		return
+	}
+	if f.rest != "" {
+		r.longs++
+		r.forms[len(r.forms)-1].long = int32(r.longs)
+	}
+}
+
 // With returns a Redactor of r's credentials and creds, which follow r's
 // in the order that Span.Cred counts; r is unchanged. It is made anew, in
 // time linear in all their lengths.
 func (r *Redactor) With(creds ...string) *Redactor {
-	return New(append(r.creds[:len(r.creds):len(r.creds)], creds...)...)
+	o := &Redactor{creds: creds} // its forms only: Join makes the automaton
+	for i, c := range creds {
+		if c = strings.TrimSpace(c); c != "" {
+			for _, f := range spellings(c) {
+				f.cred = int32(i)
+				o.forms = append(o.forms, f)
+			}
+		}
+	}
+	return r.Join(o)
+}
+
+// Join returns a Redactor of r's credentials and o's, which follow r's in
+// the order that Span.Cred counts; r and o are unchanged. It is made anew
+// from their forms, in time linear in their total length.
+func (r *Redactor) Join(o *Redactor) *Redactor {
+	j := &Redactor{
+		creds: append(r.creds[:len(r.creds):len(r.creds)], o.creds...),
+		forms: make([]form, 0, len(r.forms)+len(o.forms)),
+		a:     newAutomaton(len(r.a.nodes) + len(o.a.nodes) + formsLen(o)),
+	}
+	for _, f := range r.forms {
+		j.addForm(f)
+	}
+	for _, f := range o.forms {
+		f.cred += int32(len(r.creds))
+		j.addForm(f)
+	}
+	j.a.link()
+	return j
+}
+
+// formsLen is the total length of o's forms when o has no automaton.
+func formsLen(o *Redactor) int {
+	n := 0
+	if len(o.a.nodes) == 0 {
+		for _, f := range o.forms {
+			n += len(f.s)
+		}
+	}
+	return n
 }
 
 // Forms is the number of forms searched for.
