@@ -49,7 +49,7 @@ type automaton struct {
 	edges  []edge
 	dense  [][256]int32
 	parent []int32 // while building: each node's parent, and the byte to it
-	byte_  []byte
+	bytes  []byte
 	maxLen int // the longest form
 }
 
@@ -58,7 +58,7 @@ func newAutomaton(size int) automaton {
 		nodes:  make([]node, 1, size+1),
 		dense:  make([][256]int32, 1),
 		parent: make([]int32, 1, size+1),
-		byte_:  make([]byte, 1, size+1),
+		bytes:  make([]byte, 1, size+1),
 	}
 	a.nodes[0].dense = 1
 	return a
@@ -87,7 +87,7 @@ func (a *automaton) child(u int32, c byte) int32 {
 func (a *automaton) addChild(u int32, c byte) int32 {
 	v := int32(len(a.nodes))
 	a.nodes = append(a.nodes, node{depth: a.nodes[u].depth + 1})
-	a.parent, a.byte_ = append(a.parent, u), append(a.byte_, c)
+	a.parent, a.bytes = append(a.parent, u), append(a.bytes, c)
 	n := &a.nodes[u]
 	switch {
 	case n.dense != 0:
@@ -168,7 +168,7 @@ func (a *automaton) link() {
 		count[d]++
 	}
 	for _, t := range order[1:] {
-		p, c := a.parent[t], a.byte_[t]
+		p, c := a.parent[t], a.bytes[t]
 		f := int32(0)
 		if p != 0 {
 			for u := a.nodes[p].fail; ; u = a.nodes[u].fail {
@@ -189,7 +189,7 @@ func (a *automaton) link() {
 			n.out = a.nodes[f].out
 		}
 	}
-	a.parent, a.byte_ = nil, nil
+	a.parent, a.bytes = nil, nil
 }
 
 // step is the transition from u by c: the new node, and the failure links

@@ -162,15 +162,21 @@ func manyCredentials(n int) []string {
 
 // The steps never exceed the bound (StepsPerByte × n, and PerOccurrence
 // for each occurrence found), grow as n does, and do not grow with the
-// number of credentials: with 1, 10 and 100 more, an adversarial text
-// costs as many steps per byte, within a few.
+// number of credentials. With more of them, more bytes start a form, and
+// the automaton steps where it skipped: the steps per byte rise to a
+// ceiling, which 101 credentials reach (501 take as many, within 5%; 2
+// take at most 25% fewer).
 func TestStepsAreLinear(t *testing.T) {
 	for _, cred := range escapeCredentials {
 		var byCreds []float64
-		for _, more := range []int{0, 9, 99} {
+		for _, more := range []int{0, 9, 99, 499} {
 			r := New(append([]string{cred, "Bearer " + cred}, manyCredentials(more)...)...)
 			var perByte []float64
-			for _, n := range []int{1 << 10, 1 << 12, 1 << 14} {
+			sizes := []int{1 << 10, 1 << 12, 1 << 14}
+			if more > 0 { // the number of credentials at one size
+				sizes = sizes[1:2]
+			}
+			for _, n := range sizes {
 				texts := []string{adversarial(n, cred)}
 				if n < 1<<14 && more == 0 { // the bound is per byte: the other texts at the smaller sizes
 					texts = append(texts, strings.Repeat(`\`, n), strings.Repeat(cred[:len(cred)-1], n/(len(cred)-1)+1)[:n], strings.Repeat("a", n))
@@ -190,13 +196,13 @@ func TestStepsAreLinear(t *testing.T) {
 					}
 				}
 			}
-			if perByte[2] > perByte[0]*1.1 {
+			if more == 0 && perByte[2] > perByte[0]*1.1 {
 				t.Errorf("credential %.20q: steps per byte %v grow with the text", cred, perByte)
 			}
-			byCreds = append(byCreds, perByte[2])
+			byCreds = append(byCreds, perByte[len(perByte)/2])
 		}
-		if byCreds[2] > byCreds[0]*1.25 {
-			t.Errorf("credential %.20q: steps per byte %v with 2, 11 and 101 credentials grow with their number", cred, byCreds)
+		if byCreds[3] > byCreds[2]*1.05 || byCreds[2] > byCreds[0]*1.25 {
+			t.Errorf("credential %.20q: steps per byte %v with 2, 11, 101 and 501 credentials grow with their number", cred, byCreds)
 		}
 	}
 }
@@ -255,15 +261,16 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// Making a Redactor takes time linear in the forms' length: 20 000
-// credentials make as many forms as their spellings, deduplicated.
+// Forms are deduplicated as the trie is made (not by a scan of the forms
+// made before, quadratic in them): credentials given twice make as many
+// forms as once, and are named by their first index.
 func TestNewDedupesForms(t *testing.T) {
-	creds := manyCredentials(2000)
+	creds := manyCredentials(500)
 	r := New(append(creds, creds...)...)
-	if one := New(creds[0]); r.Forms() != 2000*one.Forms() {
-		t.Errorf("%d forms for 2000 credentials given twice, want %d", r.Forms(), 2000*one.Forms())
+	if one := New(creds[0]); r.Forms() != 500*one.Forms() {
+		t.Errorf("%d forms for 500 credentials given twice, want %d", r.Forms(), 500*one.Forms())
 	}
-	if spans := r.Spans(creds[1999], false); len(spans) != 1 || spans[0].Cred != 1999 {
+	if spans := r.Spans(creds[499], false); len(spans) != 1 || spans[0].Cred != 499 {
 		t.Errorf("a credential given twice is named %v; want the first", spans)
 	}
 }
