@@ -165,7 +165,7 @@ type form struct {
 func New(creds ...string) *Redactor {
 	size := 0
 	for _, c := range creds {
-		size += 7 * min(len(c), maxFormLen) // the raw form and 6 base64 ones of 4/3 its length
+		size += 10 * min(len(c), maxFormLen) // the raw form and up to 6 base64 ones of 4/3 its length
 	}
 	r := &Redactor{creds: creds, a: newAutomaton(size)}
 	for i, c := range creds {
