@@ -53,9 +53,12 @@ type automaton struct {
 	maxLen int // the longest form
 }
 
-func newAutomaton(size int) automaton {
+// newAutomaton returns an automaton with room for size nodes and the
+// branches of forms forms (each form branches off the trie once).
+func newAutomaton(size, forms int) automaton {
 	a := automaton{
 		nodes:  make([]node, 1, size+1),
+		edges:  make([]edge, 0, forms),
 		dense:  make([][256]int32, 1),
 		parent: make([]int32, 1, size+1),
 		bytes:  make([]byte, 1, size+1),

@@ -36,6 +36,7 @@ package redact
 import (
 	"encoding/base64"
 	"hash/maphash"
+	"slices"
 	"strings"
 )
 
@@ -105,9 +106,10 @@ const (
 
 // StepsPerByte and PerOccurrence are the c and o of the bound on a
 // Redactor's work: redacting a text of n bytes in which m occurrences of
-// forms are found takes at most (c + L) × n + o × m steps (n taken as at
-// least 1), L the forms of credentials longer than maxFormLen. The number
-// of credentials is not in it. Per reading:
+// forms are found takes at most (c + L) × n steps for each of its automata
+// (New and Join make one, and With adds one), and o × m more (n taken as
+// at least 1), L the automaton's forms of credentials longer than
+// maxFormLen. The number of credentials is not in it. Per reading:
 //   - decoding examines each byte once and, at the start of a possible
 //     escape, at most maxEscape more; its hash and the check for escape
 //     characters examine each byte once more;
@@ -133,8 +135,18 @@ const (
 )
 
 // A Redactor replaces credentials in texts. It is safe for concurrent use.
+//
+// Its forms are in one automaton, and a Redactor made by With adds one
+// more for the credentials it adds, rather than make all again: the SDK
+// adds an End User's credential to the Client's for each check, and a
+// text is then searched by two automata.
 type Redactor struct {
-	creds []string // as given to New and With, for With
+	creds []string // as given to New and With, for With and Join
+	parts []*part
+}
+
+// part is some of a Redactor's forms, with their automaton.
+type part struct {
 	forms []form
 	a     automaton
 	longs int // the forms with a rest
@@ -163,93 +175,104 @@ type form struct {
 // New returns a Redactor of creds (each trimmed of white space; empty ones
 // are ignored). Making it takes time linear in their total length.
 func New(creds ...string) *Redactor {
-	size := 0
-	for _, c := range creds {
-		size += 10 * min(len(c), maxFormLen) // the raw form and up to 6 base64 ones of 4/3 its length
-	}
-	r := &Redactor{creds: creds, a: newAutomaton(size)}
-	for i, c := range creds {
-		c = strings.TrimSpace(c)
-		if c == "" {
-			continue
-		}
-		for _, f := range spellings(c) {
-			f.cred = int32(i)
-			r.addForm(f)
-		}
-	}
-	r.a.link()
-	return r
+	return &Redactor{creds: creds, parts: []*part{newPart(spelled(creds, 0))}}
 }
 
-// addForm adds f unless r has it already.
-func (r *Redactor) addForm(f form) {
+// spelled returns the forms of creds, the first of index first.
+func spelled(creds []string, first int) []form {
+	var forms []form
+	for i, c := range creds {
+		if c = strings.TrimSpace(c); c != "" {
+			for _, f := range spellings(c) {
+				f.cred = int32(first + i)
+				forms = append(forms, f)
+			}
+		}
+	}
+	return forms
+}
+
+// newPart returns the part of forms, each once.
+func newPart(forms ...[]form) *part {
+	size, n := 0, 0
+	for _, fs := range forms {
+		n += len(fs)
+		for _, f := range fs {
+			size += len(f.s)
+		}
+	}
+	p := &part{forms: make([]form, 0, n), a: newAutomaton(size, n)}
+	for _, fs := range forms {
+		for _, f := range fs {
+			p.add(f)
+		}
+	}
+	p.a.link()
+	return p
+}
+
+// add adds f unless p has it already.
+func (p *part) add(f form) {
 	f.short, f.next, f.long = len(f.s) < MinLen, 0, 0
-	r.forms = append(r.forms, f)
-	if !r.a.insert(r.forms, len(r.forms)-1) {
-		r.forms = r.forms[:len(r.forms)-1]
+	p.forms = append(p.forms, f)
+	if !p.a.insert(p.forms, len(p.forms)-1) {
+		p.forms = p.forms[:len(p.forms)-1]
 		return
 	}
 	if f.rest != "" {
-		r.longs++
-		r.forms[len(r.forms)-1].long = int32(r.longs)
+		p.longs++
+		p.forms[len(p.forms)-1].long = int32(p.longs)
 	}
 }
 
 // With returns a Redactor of r's credentials and creds, which follow r's
-// in the order that Span.Cred counts; r is unchanged. It is made anew, in
-// time linear in all their lengths.
+// in the order that Span.Cred counts; r is unchanged. It shares r's
+// automata and adds one of creds: making it takes time linear in their
+// length, and searching a text with it one more pass.
 func (r *Redactor) With(creds ...string) *Redactor {
-	o := &Redactor{creds: creds} // its forms only: Join makes the automaton
-	for i, c := range creds {
-		if c = strings.TrimSpace(c); c != "" {
-			for _, f := range spellings(c) {
-				f.cred = int32(i)
-				o.forms = append(o.forms, f)
-			}
-		}
+	out := &Redactor{creds: append(r.creds[:len(r.creds):len(r.creds)], creds...), parts: r.parts[:len(r.parts):len(r.parts)]}
+	if forms := spelled(creds, len(r.creds)); len(forms) > 0 {
+		out.parts = append(out.parts, newPart(forms))
 	}
-	return r.Join(o)
+	return out
 }
 
 // Join returns a Redactor of r's credentials and o's, which follow r's in
-// the order that Span.Cred counts; r and o are unchanged. It is made anew
-// from their forms, in time linear in their total length.
+// the order that Span.Cred counts, in one automaton; r and o are
+// unchanged. It is made from their forms, without spelling their
+// credentials again, in time linear in their total length.
 func (r *Redactor) Join(o *Redactor) *Redactor {
-	j := &Redactor{
-		creds: append(r.creds[:len(r.creds):len(r.creds)], o.creds...),
-		forms: make([]form, 0, len(r.forms)+len(o.forms)),
-		a:     newAutomaton(len(r.a.nodes) + len(o.a.nodes) + formsLen(o)),
+	var forms [][]form
+	for _, p := range r.parts {
+		forms = append(forms, p.forms)
 	}
-	for _, f := range r.forms {
-		j.addForm(f)
+	for _, p := range o.parts {
+		fs := slices.Clone(p.forms)
+		for i := range fs {
+			fs[i].cred += int32(len(r.creds))
+		}
+		forms = append(forms, fs)
 	}
-	for _, f := range o.forms {
-		f.cred += int32(len(r.creds))
-		j.addForm(f)
-	}
-	j.a.link()
-	return j
+	return &Redactor{creds: append(r.creds[:len(r.creds):len(r.creds)], o.creds...), parts: []*part{newPart(forms...)}}
 }
 
-// formsLen is the total length of o's forms when o has no automaton.
-func formsLen(o *Redactor) int {
+// Forms is the number of forms searched for.
+func (r *Redactor) Forms() int {
 	n := 0
-	if len(o.a.nodes) == 0 {
-		for _, f := range o.forms {
-			n += len(f.s)
-		}
+	for _, p := range r.parts {
+		n += len(p.forms)
 	}
 	return n
 }
 
-// Forms is the number of forms searched for.
-func (r *Redactor) Forms() int { return len(r.forms) }
-
 // bound is the most steps redacting a text of n bytes may take, when m
 // occurrences are found in it.
 func (r *Redactor) bound(n, m int) int {
-	return (StepsPerByte+r.longs)*max(n, 1) + PerOccurrence*m
+	c := 0
+	for _, p := range r.parts {
+		c += StepsPerByte + p.longs
+	}
+	return c*max(n, 1) + PerOccurrence*m
 }
 
 // spellings returns the forms of credential c: c itself (its first
@@ -335,7 +358,7 @@ func (r *Redactor) Cut(s string) string {
 
 // Redact is Text, or Cut when cut, that also says how many steps it took.
 func (r *Redactor) Redact(s string, cut bool) (string, int) {
-	if len(r.forms) == 0 || s == "" {
+	if r.Forms() == 0 || s == "" {
 		return s, 0
 	}
 	st := search{r: r, s: s, cut: cut} // on the stack: no allocation without a match
@@ -357,7 +380,7 @@ type Span struct{ Start, End, Cred int }
 // something else than Marker (a recording's placeholder, which names the
 // credential).
 func (r *Redactor) Spans(s string, cut bool) []Span {
-	if len(r.forms) == 0 || s == "" {
+	if r.Forms() == 0 || s == "" {
 		return nil
 	}
 	st := search{r: r, s: s, cut: cut, named: true}
@@ -472,6 +495,7 @@ type decoded struct {
 // search is one text being redacted.
 type search struct {
 	r     *Redactor
+	p     *part  // the part being searched for
 	s     string // the text
 	cut   bool
 	named bool // the spans are named (Spans): who is kept
@@ -480,7 +504,7 @@ type search struct {
 	delta []int32 // nil until a span is found: +1 where one starts, -1 where it ends
 	who   []int32 // with delta, when named: for each byte, 1 + the credential of the longest span that starts there
 	far   []int32 // and where it ends
-	exts  []int   // for each form with a rest, where its last match followed it to
+	exts  []int   // in a search of a reading by st.p, for each form with a rest, where its last match followed it to
 	// The escapes the last decoding decoded, in order, and the text it
 	// decoded (a reading, or st.s) with its map to st.s; the straddles of
 	// the reading it made, and of the one before.
@@ -537,11 +561,15 @@ func orig(from []int32, i int) int {
 	return int(from[i])
 }
 
-// reading searches text, a reading of st.s, for every form.
+// reading searches text, a reading of st.s, for every form, with each
+// automaton.
 func (st *search) reading(text string, from []int32) {
-	st.find(text, from)
-	if st.cut {
-		st.tail(text, from)
+	for _, p := range st.r.parts {
+		st.p, st.exts = p, nil
+		st.find(text, from)
+		if st.cut {
+			st.tail(text, from)
+		}
 	}
 }
 
@@ -562,7 +590,7 @@ type active struct{ u, k, end int32 }
 // the straddle; up to maxActive such searches at a time (a straddle met
 // while as many go on is not searched from).
 func (st *search) find(text string, from []int32) {
-	a := &st.r.a
+	a := &st.p.a
 	nodes := a.nodes
 	root := &a.dense[0]
 	u := int32(0)
@@ -622,7 +650,7 @@ func (st *search) find(text string, from []int32) {
 // outputs adds the spans of the forms that end at byte i of text, from
 // node o on along the output links; it returns the steps taken.
 func (st *search) outputs(text string, from []int32, i int, o int32) int {
-	nodes, forms := st.r.a.nodes, st.r.forms
+	nodes, forms := st.p.a.nodes, st.p.forms
 	steps := 0
 	for ; o != 0; o = nodes[nodes[o].fail].out {
 		for g := nodes[o].form; g != 0; g = forms[g-1].next {
@@ -632,7 +660,7 @@ func (st *search) outputs(text string, from []int32, i int, o int32) int {
 			a, b := i+1-len(f.s), i+1
 			if f.rest != "" {
 				if st.exts == nil {
-					st.exts = make([]int, st.r.longs)
+					st.exts = make([]int, st.p.longs)
 				}
 				// Each byte is compared with the rest once: a match
 				// starting inside the last one followed is not followed.
@@ -653,7 +681,7 @@ func (st *search) outputs(text string, from []int32, i int, o int32) int {
 // straddled adds the spans of the forms that end at byte i of text and
 // start in the characters of b's straddle; it returns the steps taken.
 func (st *search) straddled(text string, from []int32, i int, b *active) int {
-	nodes, forms := st.r.a.nodes, st.r.forms
+	nodes, forms := st.p.a.nodes, st.p.forms
 	steps := 0
 	for o := nodes[b.u].out; o != 0 && nodes[o].depth > b.k; o = nodes[nodes[o].fail].out {
 		start := int(st.cur.from[b.end-(nodes[o].depth-b.k)])
@@ -725,7 +753,7 @@ func (st *search) end(text string, from []int32, b int) int {
 // the first that is the start of a form it may be taken for is the
 // earliest start there.
 func (st *search) tail(text string, from []int32) {
-	a := &st.r.a
+	a := &st.p.a
 	nodes := a.nodes
 	n := len(text)
 	lo := n // the first byte of the reading from the last maxEscape bytes of st.s
@@ -759,7 +787,7 @@ func (st *search) tail(text string, from []int32) {
 	}
 	if best >= 0 {
 		st.found++
-		st.span(orig(from, st.lead(text, best, lead)), len(st.s), st.r.forms[via-1].cred)
+		st.span(orig(from, st.lead(text, best, lead)), len(st.s), st.p.forms[via-1].cred)
 	}
 }
 

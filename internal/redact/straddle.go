@@ -126,7 +126,7 @@ func (x *straddles) grow(n, chars int) {
 // returns the search from x, and false when no start of a form ends them.
 // A form whole in them is not reported: the text before has it.
 func (st *search) enter(x straddle) (active, bool) {
-	a := &st.r.a
+	a := &st.p.a
 	pre := st.cur.pre[x.start:x.end]
 	u, steps := int32(0), len(pre)
 	for _, c := range pre {
