@@ -48,8 +48,6 @@ type automaton struct {
 	nodes  []node
 	edges  []edge
 	dense  [][256]int32
-	parent []int32 // while building: each node's parent, and the byte to it
-	bytes  []byte
 	maxLen int // the longest form
 }
 
@@ -57,11 +55,9 @@ type automaton struct {
 // branches of forms forms (each form branches off the trie once).
 func newAutomaton(size, forms int) automaton {
 	a := automaton{
-		nodes:  make([]node, 1, size+1),
-		edges:  make([]edge, 0, forms),
-		dense:  make([][256]int32, 1),
-		parent: make([]int32, 1, size+1),
-		bytes:  make([]byte, 1, size+1),
+		nodes: make([]node, 1, size+1),
+		edges: make([]edge, 0, forms),
+		dense: make([][256]int32, 1),
 	}
 	a.nodes[0].dense = 1
 	return a
@@ -90,7 +86,6 @@ func (a *automaton) child(u int32, c byte) int32 {
 func (a *automaton) addChild(u int32, c byte) int32 {
 	v := int32(len(a.nodes))
 	a.nodes = append(a.nodes, node{depth: a.nodes[u].depth + 1})
-	a.parent, a.bytes = append(a.parent, u), append(a.bytes, c)
 	n := &a.nodes[u]
 	switch {
 	case n.dense != 0:
@@ -151,48 +146,58 @@ func (a *automaton) insert(forms []form, i int) bool {
 	return true
 }
 
-// link sets the failure and output links, the nodes taken in order of
-// depth (a counting sort), so that a node's links are set after those of
-// every shallower one. Along each form, a node's failure is at most one
-// deeper than its parent's, and each step back makes it shallower: the
-// work is linear in the forms' total length.
+// link sets the failure and output links, the nodes taken breadth first,
+// so that a node's links are set after those of every shallower one.
+// Along each form, a node's failure is at most one deeper than its
+// parent's, and each step back makes it shallower: the work is linear in
+// the forms' total length.
 func (a *automaton) link() {
-	count := make([]int32, a.maxLen+2)
-	for i := range a.nodes {
-		count[a.nodes[i].depth+1]++
-	}
-	for d := 1; d < len(count); d++ {
-		count[d] += count[d-1]
-	}
-	order := make([]int32, len(a.nodes))
-	for i := range a.nodes {
-		d := a.nodes[i].depth
-		order[count[d]] = int32(i)
-		count[d]++
-	}
-	for _, t := range order[1:] {
-		p, c := a.parent[t], a.bytes[t]
-		f := int32(0)
-		if p != 0 {
-			for u := a.nodes[p].fail; ; u = a.nodes[u].fail {
-				if v := a.child(u, c); v != 0 {
-					f = v
-					break
-				}
-				if u == 0 {
-					break
+	queue := make([]int32, 1, len(a.nodes))
+	for h := 0; h < len(queue); h++ {
+		u := queue[h]
+		a.children(u, func(c byte, v int32) {
+			f := int32(0)
+			if u != 0 {
+				for w := a.nodes[u].fail; ; w = a.nodes[w].fail {
+					if x := a.child(w, c); x != 0 {
+						f = x
+						break
+					}
+					if w == 0 {
+						break
+					}
 				}
 			}
-		}
-		n := &a.nodes[t]
-		n.fail = f
-		if n.form != 0 {
-			n.out = t
-		} else {
-			n.out = a.nodes[f].out
-		}
+			n := &a.nodes[v]
+			n.fail = f
+			if n.form != 0 {
+				n.out = v
+			} else {
+				n.out = a.nodes[f].out
+			}
+			queue = append(queue, v)
+		})
 	}
-	a.parent, a.bytes = nil, nil
+}
+
+// children calls f with each child of u and the byte to it.
+func (a *automaton) children(u int32, f func(c byte, v int32)) {
+	n := a.nodes[u]
+	if n.chain {
+		f(n.label, u+1)
+	}
+	if n.dense != 0 {
+		t := &a.dense[n.dense-1]
+		for c, v := range t {
+			if v != 0 && !(n.chain && byte(c) == n.label) {
+				f(byte(c), v)
+			}
+		}
+		return
+	}
+	for e := n.first; e != 0; e = a.edges[e-1].next {
+		f(a.edges[e-1].c, a.edges[e-1].to)
+	}
 }
 
 // step is the transition from u by c: the new node, and the failure links
