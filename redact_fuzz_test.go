@@ -25,7 +25,8 @@ import (
 // limit), every kept header, a transport error. No output may hold it:
 // Error(), the error's fields and headers, the log records, the Observer's
 // hook arguments. The redactor's steps stay within the bound of its
-// engine (StepsPerByte × len(text) × forms), for the text as it is and cut.
+// engine (StepsPerByte × len(text) × forms, which its tighter bound in the
+// occurrences found never exceeds), for the text as it is and cut.
 // Its seeds (testdata/fuzz/FuzzRedaction) run in every go test.
 func FuzzRedaction(f *testing.F) {
 	f.Add("k3yM4terial", uint8(0), uint8(0), uint16(3), "plain filler text")

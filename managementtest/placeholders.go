@@ -24,9 +24,8 @@ import (
 //
 // Each text is given once to one redact.Redactor that holds the forms of
 // every credential learnt (to a few, for a replay, which learns as it
-// goes: see engines), and the spans it finds are then named by the
-// credential they spell (see name). How long that takes in the number of
-// credentials is the Redactor's: today it searches one form at a time.
+// goes: see engines); it finds them all in one pass, in time that does not
+// grow with their number, and names the credential of each span it finds.
 
 // The kinds of credential, as their placeholders name them.
 const (
@@ -48,7 +47,6 @@ type credential struct {
 	value       string
 	forms       []string // value and what holds it whole: "Bearer <token>", a Basic value
 	placeholder string
-	own         *redact.Redactor // of forms alone, made when a span needs naming (see name)
 }
 
 // credentials are the credentials learnt from exchanges, in the order met.
@@ -58,20 +56,24 @@ type credentials struct {
 	byValue map[string]int    // value -> index in list
 	count   map[string]int    // per kind
 	ids     map[string]string // client id -> its placeholder
-	// spelled maps the usual spellings of each form (as it is, base64,
-	// JSON and percent escapes) to the index of its credential, so that a
-	// span is named without searching it again.
-	spelled map[string]int
 	// The engines: tiers of forms, each with its Redactor, the older and
-	// larger first, and the forms learnt since the last one was made.
+	// larger first, and the forms learnt since the last one was made, with
+	// the credential of each.
 	tiers   []tier
-	pending []string
+	pending forms
 }
 
-// tier is one engine over some of the forms learnt.
-type tier struct {
+// forms are forms learnt, each with the index of its credential.
+type forms struct {
 	forms []string
-	r     *redact.Redactor
+	owner []int
+}
+
+// tier is one engine over some of the forms learnt: its credential i is
+// forms.forms[i], of the credential forms.owner[i].
+type tier struct {
+	forms
+	r *redact.Redactor
 }
 
 // isPlaceholder reports whether v is a placeholder of a credential, which
@@ -107,7 +109,7 @@ func (c *credentials) learn(value, kind string, forms ...string) string {
 	i, ok := c.byValue[value]
 	if !ok {
 		if c.count == nil {
-			c.count, c.byValue, c.spelled = make(map[string]int), make(map[string]int), make(map[string]int)
+			c.count, c.byValue = make(map[string]int), make(map[string]int)
 		}
 		c.count[kind]++
 		i = len(c.list)
@@ -125,30 +127,12 @@ func (c *credentials) learn(value, kind string, forms ...string) string {
 
 func placeholder(kind string, n int) string { return fmt.Sprintf("{{%s_%d}}", kind, n) }
 
-// addForm adds form f to credential i: to its forms, to the next engine,
-// and its spellings to spelled.
+// addForm adds form f to credential i: to its forms, and to the next
+// engine.
 func (c *credentials) addForm(i int, f string) {
-	cr := &c.list[i]
-	cr.forms = append(cr.forms, f)
-	cr.own = nil
-	c.pending = append(c.pending, f)
-	b := []byte(f)
-	for _, s := range [...]string{
-		f,
-		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
-		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
-		jsonInner(f), url.QueryEscape(f), url.PathEscape(f),
-	} {
-		if _, taken := c.spelled[s]; !taken {
-			c.spelled[s] = i
-		}
-	}
-}
-
-// jsonInner is s as encoding/json writes it inside a string's quotes.
-func jsonInner(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b[1 : len(b)-1])
+	c.list[i].forms = append(c.list[i].forms, f)
+	c.pending.forms = append(c.pending.forms, f)
+	c.pending.owner = append(c.pending.owner, i)
 }
 
 // learnID returns the placeholder of a client id, met by position.
@@ -410,40 +394,52 @@ func formMembers(data string) []bodyMember {
 // after making one of the forms learnt since the last call. A tier at
 // least as large as the one before it is merged into it, so that there
 // are at most about log2 of the forms learnt, and each form is put in a
-// Redactor that many times at most. A recording, which learns every
-// credential before it replaces any, has one.
+// Redactor that many times at most (joining two is linear in their forms). A
+// recording, which learns every credential before it replaces any, has
+// one.
 func (c *credentials) engines() []tier {
-	if len(c.pending) > 0 {
-		c.tiers = append(c.tiers, tier{forms: c.pending, r: redact.New(c.pending...)})
-		c.pending = nil
+	if len(c.pending.forms) > 0 {
+		c.tiers = append(c.tiers, tier{forms: c.pending, r: redact.New(c.pending.forms...)})
+		c.pending = forms{}
 	}
-	for n := len(c.tiers); n >= 2 && len(c.tiers[n-1].forms) >= len(c.tiers[n-2].forms); n = len(c.tiers) {
-		forms := append(slices.Clip(c.tiers[n-2].forms), c.tiers[n-1].forms...)
-		c.tiers = append(c.tiers[:n-2], tier{forms: forms, r: redact.New(forms...)})
+	for n := len(c.tiers); n >= 2 && len(c.tiers[n-1].forms.forms) >= len(c.tiers[n-2].forms.forms); n = len(c.tiers) {
+		older, newer := c.tiers[n-2], c.tiers[n-1]
+		fs := forms{append(slices.Clip(older.forms.forms), newer.forms.forms...), append(slices.Clip(older.owner), newer.owner...)}
+		c.tiers = append(c.tiers[:n-2], tier{forms: fs, r: older.r.Join(newer.r)})
 	}
 	return c.tiers
 }
 
 // spans returns the runs of text that hold a credential learnt, in any
-// form an echo takes, in order: disjoint and not adjacent; cut says that
-// the text ended early, so that a credential's start at its end counts.
-// It is one search of text per engine.
+// form an echo takes, in order and disjoint, each with Cred the index of
+// its credential in c.list (see redact.Spans); cut says that the text
+// ended early, so that a credential's start at its end counts. It is one
+// search of text per engine. Where the engines' runs overlap, the one that
+// starts first takes the run (the longer when two start together).
 func (c *credentials) spans(text string, cut bool) []redact.Span {
 	if len(c.list) == 0 || text == "" {
 		return nil
 	}
-	engines := c.engines()
-	if len(engines) == 1 {
-		return engines[0].r.Spans(text, cut)
-	}
 	var all []redact.Span
+	engines := c.engines()
 	for _, e := range engines {
-		all = append(all, e.r.Spans(text, cut)...)
+		for _, sp := range e.r.Spans(text, cut) {
+			sp.Cred = e.owner[sp.Cred]
+			all = append(all, sp)
+		}
 	}
-	slices.SortFunc(all, func(a, b redact.Span) int { return a.Start - b.Start })
+	if len(engines) == 1 {
+		return all
+	}
+	slices.SortFunc(all, func(a, b redact.Span) int {
+		if a.Start != b.Start {
+			return a.Start - b.Start
+		}
+		return b.End - a.End
+	})
 	var runs []redact.Span
 	for _, sp := range all {
-		if n := len(runs); n > 0 && sp.Start <= runs[n-1].End {
+		if n := len(runs); n > 0 && (sp.Start < runs[n-1].End || sp.Start == runs[n-1].End && sp.Cred == runs[n-1].Cred) {
 			runs[n-1].End = max(runs[n-1].End, sp.End)
 			continue
 		}
@@ -464,69 +460,11 @@ func (c *credentials) replace(text string, cut bool) string {
 	at := 0
 	for _, run := range runs {
 		b.WriteString(text[at:run.Start])
-		c.name(&b, text, run, cut)
+		b.WriteString(c.list[run.Cred].placeholder)
 		at = run.End
 	}
 	b.WriteString(text[at:])
 	return b.String()
-}
-
-// nameWindow is how far around a run of text name looks for the
-// credentials it holds: past the longest escape, at every depth of it.
-const nameWindow = 64
-
-// name writes the placeholder of the run of text, a span of spans: the
-// one of the credential it spells, as an echo usually does (as it is,
-// base64, JSON or percent escapes). Otherwise (an echo in rarer escapes,
-// or of two credentials side by side), each credential's own Redactor
-// searches the run and a little around it, and each part of the run gets
-// the placeholder of the echo that starts first in it (the longer one
-// when two start together); a part that none claims, which the engine
-// should not give, is "{{redacted}}".
-func (c *credentials) name(b *strings.Builder, text string, run redact.Span, cut bool) {
-	if i, ok := c.spelled[text[run.Start:run.End]]; ok {
-		b.WriteString(c.list[i].placeholder)
-		return
-	}
-	lo, hi := max(0, run.Start-nameWindow), min(len(text), run.End+nameWindow)
-	type labelled struct {
-		redact.Span
-		placeholder string
-	}
-	var all []labelled
-	for i := range c.list {
-		cr := &c.list[i]
-		if cr.own == nil {
-			cr.own = redact.New(cr.forms...)
-		}
-		for _, sp := range cr.own.Spans(text[lo:hi], cut && hi == len(text)) {
-			sp = redact.Span{Start: max(sp.Start+lo, run.Start), End: min(sp.End+lo, run.End)}
-			if sp.Start < sp.End {
-				all = append(all, labelled{sp, cr.placeholder})
-			}
-		}
-	}
-	slices.SortFunc(all, func(a, b labelled) int {
-		if a.Start != b.Start {
-			return a.Start - b.Start
-		}
-		return b.End - a.End
-	})
-	at := run.Start
-	for i := 0; i < len(all); {
-		part := all[i]
-		for i++; i < len(all) && all[i].Start < part.End; i++ {
-			part.End = max(part.End, all[i].End)
-		}
-		if part.Start > at {
-			b.WriteString("{{" + kindRedacted + "}}")
-		}
-		b.WriteString(part.placeholder)
-		at = part.End
-	}
-	if at < run.End {
-		b.WriteString("{{" + kindRedacted + "}}")
-	}
 }
 
 // leaked reports whether text, with its placeholders blanked, still

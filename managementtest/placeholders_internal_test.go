@@ -53,10 +53,10 @@ func TestLeakCheckKnowsEveryCredential(t *testing.T) {
 	for _, v := range []string{"basic-secret-1", "client-1:basic-secret-1", "access-tok-1", "refresh-tok-1", "id-tok-1", "form-access-1",
 		"form-refresh-1", "cut-access-1", "form-secret-1", "json-secret-1", "eu-tok-1", "header-tok-1", "secret"} {
 		for _, enc := range encodings {
-			if enc.Core != nil && len(v) < redact.MinLen {
-				// Inside a longer base64 line a short credential is no
-				// word of its own: the engine's short-credential rule,
-				// which keeps service messages whole, leaves it.
+			if len(v) < redact.MinLen && (enc.Name == echotest.Base64Line(1).Name || enc.Name == echotest.Base64Line(2).Name) {
+				// Below MinLen, the engine finds base64 at the first
+				// alignment only (redact's spellings): the few characters
+				// of a middle would be found in too many texts.
 				continue
 			}
 			if text := "seen: " + enc.Encode(v) + "."; !c.leaked(text) {

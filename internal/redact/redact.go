@@ -17,12 +17,14 @@
 // around it did not escape them (see families).
 //
 // Each reading is decoded in one pass that notes, for each byte, where the
-// escape it came from starts in the text, and each form is found in it by
-// Knuth-Morris-Pratt: nothing backtracks, and a reading that an earlier
-// one already was (the same escapes decoded, or the same text) is not
-// searched again. A Redactor counts its steps (the bytes it examines over
-// all readings and forms), and they never exceed StepsPerByte × len(text)
-// × Forms().
+// escape it came from starts in the text, and every form of every
+// credential is found in it at once by one automaton (automaton.go):
+// nothing backtracks, the work does not grow with the number of
+// credentials, and a reading that an earlier one already was (the same
+// escapes decoded, or the same text) is not searched again. A Redactor
+// counts its steps (the bytes it examines over all readings), and they
+// never exceed StepsPerByte × len(text), but for the occurrences found
+// (see StepsPerByte).
 //
 // An echo may start inside an escape, when the text before it ends with an
 // escape character that reads as one with the echo's first characters
@@ -34,6 +36,7 @@ package redact
 import (
 	"encoding/base64"
 	"hash/maphash"
+	"slices"
 	"strings"
 )
 
@@ -101,9 +104,12 @@ const (
 	maxReadings  = 1 + maxDecodings
 )
 
-// StepsPerByte is the c of the bound on a Redactor's work: redacting a
-// text of n bytes for F forms takes at most c × n × F steps (n and F
-// taken as at least 1). Per reading:
+// StepsPerByte and PerOccurrence are the c and o of the bound on a
+// Redactor's work: redacting a text of n bytes in which m occurrences of
+// forms are found takes at most (c + L) × n steps for each of its automata
+// (New and Join make one, and With adds one), and o × m more (n taken as
+// at least 1), L the automaton's forms of credentials longer than
+// maxFormLen. The number of credentials is not in it. Per reading:
 //   - decoding examines each byte once and, at the start of a possible
 //     escape, at most maxEscape more; its hash and the check for escape
 //     characters examine each byte once more;
@@ -111,28 +117,46 @@ const (
 //     reading and the characters of the new straddles once each; the
 //     straddles carried have at most (maxDepth-1) × n characters, each
 //     examined once and decoded again (1 + maxEscape);
-//   - each form's search examines each byte at most twice (KMP falls back
-//     at most as often as it advances), and as often again at the end of
-//     a cut text; the search from the straddles examines each byte at most
-//     twice more, and each straddle's characters (maxDepth × n in all)
-//     twice; a long form's rest is compared with each byte at most once;
-//     and a match of a base64 middle, at most one a byte, examines at most
-//     4 bytes around it.
-const StepsPerByte = maxReadings * ((1 + maxEscape) + 2 +
-	(3 + (2+maxEscape)*(maxDepth-1)) +
-	4 + (4 + 2*maxDepth) + 1 + 4)
+//   - the automaton takes each byte once and falls back at most as often;
+//     the searches from the straddles read the straddles' characters
+//     (maxDepth × n in all) and fall back as often at most, and each byte
+//     twice for each of the maxActive searches; at the end of a cut text,
+//     the last bytes once more, twice, and at most 1 + maxEscape places
+//     each look along a failure chain no longer than the text;
+//   - a long form's rest is compared with each byte at most once.
+//
+// Each occurrence found takes a step, and at most 7 more for the base64
+// characters around a middle and the escape it ends in.
+const (
+	StepsPerByte = maxReadings*((1+maxEscape)+2+
+		(3+(2+maxEscape)*(maxDepth-1))+
+		2+2*maxDepth+2*maxActive+(1+2+(1+maxEscape))) + 1
+	PerOccurrence = 8
+)
 
 // A Redactor replaces credentials in texts. It is safe for concurrent use.
+//
+// Its forms are in one automaton, and a Redactor made by With adds one
+// more for the credentials it adds, rather than make all again: the SDK
+// adds an End User's credential to the Client's for each check, and a
+// text is then searched by two automata.
 type Redactor struct {
-	forms []form
+	creds []string // as given to New and With, for With and Join
+	parts []*part
 }
 
-// form is one spelling of a credential, with its KMP failure function.
+// part is some of a Redactor's forms, with their automaton.
+type part struct {
+	forms []form
+	a     automaton
+	longs int // the forms with a rest
+}
+
+// form is one spelling of a credential.
 type form struct {
 	s     string
-	rest  string  // what follows s in a credential longer than maxFormLen
-	short bool    // shorter than MinLen: found between non-alphanumeric neighbours only
-	fail  []int32 // fail[q] is the length of the longest proper border of s[:q+1]
+	rest  string // what follows s in a credential longer than maxFormLen
+	short bool   // shorter than MinLen: found between non-alphanumeric neighbours only
 	// A base64 middle (see spellings) is redacted with the characters
 	// that carry bits of the credential and of its neighbours in the
 	// encoded stream: lead, the one before it; trail, the one after it and
@@ -143,37 +167,112 @@ type form struct {
 	// of too many texts. The first alignment's middle starts the whole
 	// base64 forms, whose starts count from their first character.
 	lead, trail bool
-	has         [4]uint64 // the bytes s holds, a bit each
+	cred        int32 // the credential's index in the order given
+	next        int32 // 1 + the next form with the same text, 0 for none
+	long        int32 // 1 + its index among the forms with a rest
 }
 
 // New returns a Redactor of creds (each trimmed of white space; empty ones
-// are ignored).
+// are ignored). Making it takes time linear in their total length.
 func New(creds ...string) *Redactor {
-	r := &Redactor{}
-	r.add(creds)
-	return r
+	return &Redactor{creds: creds, parts: []*part{newPart(spelled(creds, 0))}}
 }
 
-// With returns a Redactor of r's credentials and creds; r is unchanged.
+// spelled returns the forms of creds, the first of index first.
+func spelled(creds []string, first int) []form {
+	var forms []form
+	for i, c := range creds {
+		if c = strings.TrimSpace(c); c != "" {
+			for _, f := range spellings(c) {
+				f.cred = int32(first + i)
+				forms = append(forms, f)
+			}
+		}
+	}
+	return forms
+}
+
+// newPart returns the part of forms, each once.
+func newPart(forms ...[]form) *part {
+	size, n := 0, 0
+	for _, fs := range forms {
+		n += len(fs)
+		for _, f := range fs {
+			size += len(f.s)
+		}
+	}
+	p := &part{forms: make([]form, 0, n), a: newAutomaton(size, n)}
+	for _, fs := range forms {
+		for _, f := range fs {
+			p.add(f)
+		}
+	}
+	p.a.link()
+	return p
+}
+
+// add adds f unless p has it already.
+func (p *part) add(f form) {
+	f.short, f.next, f.long = len(f.s) < MinLen, 0, 0
+	p.forms = append(p.forms, f)
+	if !p.a.insert(p.forms, len(p.forms)-1) {
+		p.forms = p.forms[:len(p.forms)-1]
+		return
+	}
+	if f.rest != "" {
+		p.longs++
+		p.forms[len(p.forms)-1].long = int32(p.longs)
+	}
+}
+
+// With returns a Redactor of r's credentials and creds, which follow r's
+// in the order that Span.Cred counts; r is unchanged. It shares r's
+// automata and adds one of creds: making it takes time linear in their
+// length, and searching a text with it one more pass.
 func (r *Redactor) With(creds ...string) *Redactor {
-	out := &Redactor{forms: r.forms[:len(r.forms):len(r.forms)]}
-	out.add(creds)
+	out := &Redactor{creds: append(r.creds[:len(r.creds):len(r.creds)], creds...), parts: r.parts[:len(r.parts):len(r.parts)]}
+	if forms := spelled(creds, len(r.creds)); len(forms) > 0 {
+		out.parts = append(out.parts, newPart(forms))
+	}
 	return out
 }
 
-// Forms is the number of forms searched for: the F of the bound on steps.
-func (r *Redactor) Forms() int { return len(r.forms) }
-
-func (r *Redactor) add(creds []string) {
-	for _, c := range creds {
-		c = strings.TrimSpace(c)
-		if c == "" {
-			continue
-		}
-		for _, f := range spellings(c) {
-			r.addForm(f)
-		}
+// Join returns a Redactor of r's credentials and o's, which follow r's in
+// the order that Span.Cred counts, in one automaton; r and o are
+// unchanged. It is made from their forms, without spelling their
+// credentials again, in time linear in their total length.
+func (r *Redactor) Join(o *Redactor) *Redactor {
+	var forms [][]form
+	for _, p := range r.parts {
+		forms = append(forms, p.forms)
 	}
+	for _, p := range o.parts {
+		fs := slices.Clone(p.forms)
+		for i := range fs {
+			fs[i].cred += int32(len(r.creds))
+		}
+		forms = append(forms, fs)
+	}
+	return &Redactor{creds: append(r.creds[:len(r.creds):len(r.creds)], o.creds...), parts: []*part{newPart(forms...)}}
+}
+
+// Forms is the number of forms searched for.
+func (r *Redactor) Forms() int {
+	n := 0
+	for _, p := range r.parts {
+		n += len(p.forms)
+	}
+	return n
+}
+
+// bound is the most steps redacting a text of n bytes may take, when m
+// occurrences are found in it.
+func (r *Redactor) bound(n, m int) int {
+	c := 0
+	for _, p := range r.parts {
+		c += StepsPerByte + p.longs
+	}
+	return c*max(n, 1) + PerOccurrence*m
 }
 
 // spellings returns the forms of credential c: c itself (its first
@@ -241,30 +340,6 @@ func whole(b string) []form {
 	return forms
 }
 
-// addForm adds f, with its failure function, unless r has it already.
-func (r *Redactor) addForm(f form) {
-	for _, g := range r.forms {
-		if g.s == f.s && g.rest == f.rest && g.lead == f.lead && g.trail == f.trail {
-			return
-		}
-	}
-	s := f.s
-	f.short, f.fail = len(s) < MinLen, make([]int32, len(s))
-	for i := range len(s) {
-		f.has[s[i]/64] |= 1 << (s[i] % 64)
-	}
-	for q, k := 1, int32(0); q < len(s); q++ {
-		for k > 0 && s[q] != s[k] {
-			k = f.fail[k-1]
-		}
-		if s[q] == s[k] {
-			k++
-		}
-		f.fail[q] = k
-	}
-	r.forms = append(r.forms, f)
-}
-
 // Text returns s with every form found in any reading of it replaced by
 // Marker.
 func (r *Redactor) Text(s string) string {
@@ -283,31 +358,54 @@ func (r *Redactor) Cut(s string) string {
 
 // Redact is Text, or Cut when cut, that also says how many steps it took.
 func (r *Redactor) Redact(s string, cut bool) (string, int) {
-	if len(r.forms) == 0 || s == "" {
+	if r.Forms() == 0 || s == "" {
 		return s, 0
 	}
-	st := search{forms: r.forms, s: s, cut: cut} // on the stack: no allocation without a match
+	st := search{r: r, s: s, cut: cut} // on the stack: no allocation without a match
 	st.run()
 	return st.result(), st.steps
 }
 
-// A Span is a run of a text, text[Start:End], that Redact replaces with
-// one Marker.
-type Span struct{ Start, End int }
+// A Span is a run of a text, text[Start:End], that Redact replaces
+// (with other runs next to it, when they touch, by one Marker), and Cred
+// the credential it is an echo of: its index in the order given to New
+// and then to With.
+type Span struct{ Start, End, Cred int }
 
-// Spans returns the runs of s that Redact(s, cut) replaces, in order:
-// disjoint and not adjacent. It is for whatever replaces an echo by
+// Spans returns the runs of s that Redact(s, cut) replaces, in order and
+// disjoint, each named by its credential. Where echoes overlap, the run
+// goes to the one that starts first (the longer when two start together,
+// the one found first when they are as long): runs next to each other are
+// of different credentials. It is for whatever replaces an echo by
 // something else than Marker (a recording's placeholder, which names the
 // credential).
 func (r *Redactor) Spans(s string, cut bool) []Span {
-	if len(r.forms) == 0 || s == "" {
+	if r.Forms() == 0 || s == "" {
 		return nil
 	}
-	st := search{forms: r.forms, s: s, cut: cut}
+	st := search{r: r, s: s, cut: cut, named: true}
 	st.run()
+	if st.delta == nil {
+		return nil
+	}
 	var spans []Span
-	st.runs(func(a, b int) { spans = append(spans, Span{a, b}) })
-	return spans
+	cur := Span{Start: -1}
+	for i, end := range st.far {
+		end := int(end)
+		switch {
+		case end == 0:
+		case cur.Start >= 0 && i < cur.End:
+			cur.End = max(cur.End, end)
+		case cur.Start >= 0 && i == cur.End && int(st.who[i])-1 == cur.Cred:
+			cur.End = end
+		default:
+			if cur.Start >= 0 {
+				spans = append(spans, cur)
+			}
+			cur = Span{Start: i, End: end, Cred: int(st.who[i]) - 1}
+		}
+	}
+	return append(spans, cur)
 }
 
 // run searches st.s, in every reading, for every form.
@@ -396,11 +494,17 @@ type decoded struct {
 
 // search is one text being redacted.
 type search struct {
-	forms []form
+	r     *Redactor
+	p     *part  // the part being searched for
 	s     string // the text
 	cut   bool
+	named bool // the spans are named (Spans): who is kept
 	steps int
+	found int     // occurrences
 	delta []int32 // nil until a span is found: +1 where one starts, -1 where it ends
+	who   []int32 // with delta, when named: for each byte, 1 + the credential of the longest span that starts there
+	far   []int32 // and where it ends
+	exts  []int   // in a search of a reading by st.p, for each form with a rest, where its last match followed it to
 	// The escapes the last decoding decoded, in order, and the text it
 	// decoded (a reading, or st.s) with its map to st.s; the straddles of
 	// the reading it made, and of the one before.
@@ -457,97 +561,140 @@ func orig(from []int32, i int) int {
 	return int(from[i])
 }
 
-// reading searches text, a reading of st.s, for every form.
+// reading searches text, a reading of st.s, for every form, with each
+// automaton.
 func (st *search) reading(text string, from []int32) {
-	for i := range st.forms {
-		f := &st.forms[i]
-		st.find(text, from, f)
+	for _, p := range st.r.parts {
+		st.p, st.exts = p, nil
+		st.find(text, from)
 		if st.cut {
-			st.tail(text, from, f)
+			st.tail(text, from)
 		}
 	}
 }
 
-// find adds a span for each occurrence of f in text (KMP; where the
-// search is at the start of f, IndexByte skips to the next candidate).
-// At each straddle of the reading, a second search (b) reads the
-// straddle's characters, then goes on with the reading after it; one such
-// search at a time.
-func (st *search) find(text string, from []int32, f *form) {
-	s, q := f.s, 0
+// maxActive is the most searches from straddles that go on at once (see
+// find).
+const maxActive = 4
+
+// active is a search from a straddle: its node, the bytes of the reading
+// it has read since the straddle (k), and the end of the straddle's
+// characters in st.cur.
+type active struct{ u, k, end int32 }
+
+// find adds a span for each occurrence of a form in text: one pass of the
+// automaton, and, where it is at its root, a skip to the next byte that
+// starts a form. At each straddle of the reading, a second search reads
+// the straddle's characters, then goes on with the reading after it for
+// as long as what it has read may be the start of a form that starts in
+// the straddle; up to maxActive such searches at a time (a straddle met
+// while as many go on is not searched from).
+func (st *search) find(text string, from []int32) {
+	a := &st.p.a
+	nodes := a.nodes
+	root := &a.dense[0]
+	u := int32(0)
 	steps := 0 // added to st.steps at the end: a local counts faster
-	ext := 0   // where the last match of a long form followed its rest to
-	b := struct {
-		q     int // its state
-		start int // where, in st.s, its occurrence starts
-	}{}
+	var bs [maxActive]active
+	nb := 0
 	xs := st.cur.list
 	for i := 0; i < len(text); {
 		for len(xs) > 0 && int(xs[0].at) == i {
-			if b.q == 0 {
-				b.q, b.start = st.enter(xs[0], f)
+			if nb < maxActive {
+				if b, ok := st.enter(xs[0]); ok {
+					bs[nb] = b
+					nb++
+				}
 			}
 			xs = xs[1:]
 		}
-		if q == 0 && b.q == 0 {
+		if u == 0 && nb == 0 {
 			next := len(text)
 			if len(xs) > 0 {
 				next = int(xs[0].at)
 			}
-			j := strings.IndexByte(text[i:next], s[0])
-			if j < 0 {
-				steps += next - i
-				i = next
+			j := i
+			for j < next && root[text[j]] == 0 {
+				j++
+			}
+			steps += j - i
+			if i = j; i == next {
 				continue
 			}
-			steps += j
-			i += j
 		}
 		c := text[i]
 		var n int
-		q, n = f.step(q, c)
+		u, n = a.step(u, c)
 		steps += 1 + n
-		if q == len(s) {
-			b := i + 1
-			if f.rest != "" && i+1-len(s) >= ext {
-				// Each byte is compared with the rest once: a match
-				// starting inside the last one followed is not followed.
-				for k := 0; b < len(text) && k < len(f.rest) && text[b] == f.rest[k]; k++ {
-					b++
-					steps++
-				}
-				ext = b
-			}
-			st.match(text, from, i+1-len(s), b, f)
-			q = int(f.fail[q-1])
+		if o := nodes[u].out; o != 0 {
+			steps += st.outputs(text, from, i, o)
 		}
-		if b.q > 0 {
-			b.q, n = f.step(b.q, c)
+		for k := 0; k < nb; {
+			b := &bs[k]
+			b.u, n = a.step(b.u, c)
+			b.k++
 			steps += 1 + n
-			if b.q == len(s) {
-				if !(f.short && ((b.start > 0 && alnum(st.s[b.start-1])) || (i+1 < len(text) && alnum(text[i+1])))) {
-					st.span(b.start, st.end(text, from, i+1))
-				}
-				b.q = 0
+			if nodes[b.u].depth <= b.k { // all of it in the reading: the first search has it
+				nb--
+				bs[k] = bs[nb]
+				continue
 			}
+			steps += st.straddled(text, from, i, b)
+			k++
 		}
 		i++
 	}
 	st.steps += steps
 }
 
-// step is KMP's step from state q on byte c: the new state, and the
-// steps its fallbacks took.
-func (f *form) step(q int, c byte) (int, int) {
-	n := 0
-	for q > 0 && f.s[q] != c {
-		q = int(f.fail[q-1])
-		n++
+// outputs adds the spans of the forms that end at byte i of text, from
+// node o on along the output links; it returns the steps taken.
+func (st *search) outputs(text string, from []int32, i int, o int32) int {
+	nodes, forms := st.p.a.nodes, st.p.forms
+	steps := 0
+	for ; o != 0; o = nodes[nodes[o].fail].out {
+		for g := nodes[o].form; g != 0; g = forms[g-1].next {
+			f := &forms[g-1]
+			steps++
+			st.found++
+			a, b := i+1-len(f.s), i+1
+			if f.rest != "" {
+				if st.exts == nil {
+					st.exts = make([]int, st.p.longs)
+				}
+				// Each byte is compared with the rest once: a match
+				// starting inside the last one followed is not followed.
+				if ext := &st.exts[f.long-1]; a >= *ext {
+					for k := 0; b < len(text) && k < len(f.rest) && text[b] == f.rest[k]; k++ {
+						b++
+						steps++
+					}
+					*ext = b
+				}
+			}
+			st.match(text, from, a, b, f)
+		}
 	}
-	if f.s[q] == c {
-		q++
+	return steps
+}
+
+// straddled adds the spans of the forms that end at byte i of text and
+// start in the characters of b's straddle; it returns the steps taken.
+func (st *search) straddled(text string, from []int32, i int, b *active) int {
+	nodes, forms := st.p.a.nodes, st.p.forms
+	steps := 0
+	for o := nodes[b.u].out; o != 0 && nodes[o].depth > b.k; o = nodes[nodes[o].fail].out {
+		start := int(st.cur.from[b.end-(nodes[o].depth-b.k)])
+		for g := nodes[o].form; g != 0; g = forms[g-1].next {
+			f := &forms[g-1]
+			steps++
+			st.found++
+			if !(f.short && ((start > 0 && alnum(st.s[start-1])) || (i+1 < len(text) && alnum(text[i+1])))) {
+				st.span(start, st.end(text, from, i+1), f.cred)
+			}
+		}
 	}
-	return q, n
+	return steps
 }
 
 // match adds the span of the occurrence text[a:b] of form f, with the
@@ -557,7 +704,7 @@ func (st *search) match(text string, from []int32, a, b int, f *form) {
 	if f.short && ((a > 0 && alnum(text[a-1])) || (b < len(text) && alnum(text[b]))) {
 		return
 	}
-	a = st.lead(text, a, f)
+	a = st.lead(text, a, f.lead)
 	if f.trail && b < len(text) && base64Char(text[b]) {
 		b++
 		for k := 0; k < 2 && b < len(text) && text[b] == '='; k++ {
@@ -565,14 +712,15 @@ func (st *search) match(text string, from []int32, a, b int, f *form) {
 		}
 		st.steps += 3
 	}
-	st.span(orig(from, a), st.end(text, from, b))
+	st.span(orig(from, a), st.end(text, from, b), f.cred)
 }
 
-// lead is where an occurrence of f at a starts once the base64 character
-// before it that mixes the credential's bits with the text's is taken too.
-func (st *search) lead(text string, a int, f *form) int {
+// lead is where an occurrence at a starts once the base64 character
+// before it that mixes the credential's bits with the text's is taken too,
+// for a form with a lead.
+func (st *search) lead(text string, a int, lead bool) int {
 	st.steps++
-	if f.lead && a > 0 && base64Char(text[a-1]) {
+	if lead && a > 0 && base64Char(text[a-1]) {
 		return a - 1
 	}
 	return a
@@ -596,39 +744,50 @@ func (st *search) end(text string, from []int32, b int) int {
 	return int(from[b])
 }
 
-// tail adds a span from a start of f at the end of text, a reading of a
-// cut text, to the end: a start that ends the reading, or that is followed
-// by a possible escape that starts in the last maxEscape bytes of st.s.
-func (st *search) tail(text string, from []int32, f *form) {
+// tail adds a span from a start of a form at the end of text, a reading of
+// a cut text, to the end: a start that ends the reading, or that is
+// followed by a possible escape that starts in the last maxEscape bytes of
+// st.s. The automaton reads the text from the longest form's length before
+// those bytes; at each place where a start may end, the nodes on the
+// failure chain are the starts of forms that end there, the deepest first:
+// the first that is the start of a form it may be taken for is the
+// earliest start there.
+func (st *search) tail(text string, from []int32) {
+	a := &st.p.a
+	nodes := a.nodes
 	n := len(text)
 	lo := n // the first byte of the reading from the last maxEscape bytes of st.s
 	for lo > 0 && orig(from, lo-1) >= len(st.s)-maxEscape {
 		lo--
 		st.steps++
 	}
-	s, q, best := f.s, 0, -1
-	need := 1
-	if f.lead {
-		need = groupChars
-	}
-	for i := max(0, lo-len(s)); ; i++ {
-		if i >= lo && q >= need && (i == n || starts(st.s[orig(from, i)])&(kJSON|kHTML|kPercent) != 0) {
-			if a := i - q; !(f.short && a > 0 && alnum(text[a-1])) && (best < 0 || a < best) {
-				best = a
+	u, best, via, lead := int32(0), -1, int32(0), false
+	for i := max(0, lo-a.maxLen); ; i++ {
+		if i >= lo && u != 0 && (i == n || starts(st.s[orig(from, i)])&(kJSON|kHTML|kPercent) != 0) {
+			for v := u; v != 0; v = nodes[v].fail {
+				st.steps++
+				d, p := int(nodes[v].depth), nodes[v].pre
+				s := i - d
+				if best >= 0 && s >= best {
+					break
+				}
+				longLead := p&preLead != 0 && d >= groupChars
+				if p&preLong != 0 || longLead || (p&preShort != 0 && !(s > 0 && alnum(text[s-1]))) {
+					best, via, lead = s, nodes[v].via, longLead
+					break
+				}
 			}
 		}
 		if i == n {
 			break
 		}
-		var n int
-		q, n = f.step(q, text[i])
-		st.steps += 1 + n
-		if q == len(s) {
-			q = int(f.fail[q-1]) // a whole occurrence: find has it
-		}
+		var k int
+		u, k = a.step(u, text[i])
+		st.steps += 1 + k
 	}
 	if best >= 0 {
-		st.span(orig(from, st.lead(text, best, f)), len(st.s))
+		st.found++
+		st.span(orig(from, st.lead(text, best, lead)), len(st.s), st.p.forms[via-1].cred)
 	}
 }
 
@@ -636,16 +795,22 @@ func alnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// span notes that st.s[a:b] is to be replaced.
-func (st *search) span(a, b int) {
+// span notes that st.s[a:b] is to be replaced, for credential cred.
+func (st *search) span(a, b int, cred int32) {
 	if a >= b {
 		return
 	}
 	if st.delta == nil {
 		st.delta = make([]int32, len(st.s)+1)
+		if st.named {
+			st.who, st.far = make([]int32, len(st.s)), make([]int32, len(st.s))
+		}
 	}
 	st.delta[a]++
 	st.delta[b]--
+	if st.named && int32(b) > st.far[a] {
+		st.who[a], st.far[a] = cred+1, int32(b)
+	}
 }
 
 // result is st.s with each run of bytes that spans cover replaced by one

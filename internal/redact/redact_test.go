@@ -133,31 +133,145 @@ var escapeCredentials = []string{
 	"aaaaaaaaaaaaaaaaaaaaaaaaab",
 }
 
-// The steps never exceed StepsPerByte × n × forms, and grow as n does.
+// redact is Redact that also says how many occurrences were found.
+func (r *Redactor) redact(s string, cut bool) (steps, found int) {
+	st := search{r: r, s: s, cut: cut}
+	st.run()
+	st.result()
+	return st.steps, st.found
+}
+
+// manyCredentials returns n credentials of 24 random-looking characters,
+// different from each other and from every escape credential.
+func manyCredentials(n int) []string {
+	const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	out := make([]string, n)
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := range out {
+		var b [24]byte
+		for k := range b {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			b[k] = chars[x%64]
+		}
+		out[i] = string(b[:])
+	}
+	return out
+}
+
+// The steps never exceed the bound (StepsPerByte × n, and PerOccurrence
+// for each occurrence found), grow as n does, and do not grow with the
+// number of credentials. With more of them, more bytes start a form, and
+// the automaton steps where it skipped: the steps per byte rise to a
+// ceiling, which 101 credentials reach (501 take as many, within 5%; 2
+// take at most 25% fewer).
 func TestStepsAreLinear(t *testing.T) {
 	for _, cred := range escapeCredentials {
-		r := New(cred, "Bearer "+cred)
-		var perByte []float64
-		for _, n := range []int{1 << 10, 1 << 12, 1 << 14} {
-			texts := []string{adversarial(n, cred)}
-			if n < 1<<14 { // the bound is per byte: the other texts at the smaller sizes
-				texts = append(texts, strings.Repeat(`\`, n), strings.Repeat(cred[:len(cred)-1], n/(len(cred)-1)+1)[:n], strings.Repeat("a", n))
+		var byCreds []float64
+		for _, more := range []int{0, 9, 99, 499} {
+			r := New(append([]string{cred, "Bearer " + cred}, manyCredentials(more)...)...)
+			var perByte []float64
+			sizes := []int{1 << 10, 1 << 12, 1 << 14}
+			if more > 0 { // the number of credentials at one size
+				sizes = sizes[1:2]
 			}
-			for i, text := range texts {
-				for _, cut := range []bool{false, true} {
-					_, steps := r.Redact(text, cut)
-					if bound := StepsPerByte * len(text) * r.Forms(); steps > bound {
-						t.Errorf("credential %.20q, %d bytes: %d steps, more than the bound %d", cred, len(text), steps, bound)
-					}
-					if i == 0 && cut {
-						perByte = append(perByte, float64(steps)/float64(n))
+			for _, n := range sizes {
+				texts := []string{adversarial(n, cred)}
+				if n < 1<<14 && more == 0 { // the bound is per byte: the other texts at the smaller sizes
+					texts = append(texts, strings.Repeat(`\`, n), strings.Repeat(cred[:len(cred)-1], n/(len(cred)-1)+1)[:n], strings.Repeat("a", n))
+				}
+				for i, text := range texts {
+					for _, cut := range []bool{false, true} {
+						steps, found := r.redact(text, cut)
+						if bound := r.bound(len(text), found); steps > bound {
+							t.Errorf("credential %.20q, %d bytes: %d steps, more than the bound %d", cred, len(text), steps, bound)
+						}
+						if found > len(text) {
+							t.Errorf("credential %.20q, %d bytes: %d occurrences", cred, len(text), found)
+						}
+						if i == 0 && cut {
+							perByte = append(perByte, float64(steps)/float64(n))
+						}
 					}
 				}
 			}
+			if more == 0 && perByte[2] > perByte[0]*1.1 {
+				t.Errorf("credential %.20q: steps per byte %v grow with the text", cred, perByte)
+			}
+			byCreds = append(byCreds, perByte[len(perByte)/2])
 		}
-		if perByte[2] > perByte[0]*1.1 {
-			t.Errorf("credential %.20q: steps per byte %v grow with the text", cred, perByte)
+		if byCreds[3] > byCreds[2]*1.05 || byCreds[2] > byCreds[0]*1.25 {
+			t.Errorf("credential %.20q: steps per byte %v with 2, 11, 101 and 501 credentials grow with their number", cred, byCreds)
 		}
+	}
+}
+
+// Each Span names the credential whose echo it is, by its index in the
+// order given to New and With (an empty one counted).
+func TestSpansNameTheirCredential(t *testing.T) {
+	creds := manyCredentials(50)
+	r := New(creds[:30]...).With(append([]string{""}, creds[30:]...)...)
+	for _, i := range []int{0, 7, 29, 30, 49} {
+		for _, enc := range encodings {
+			text := "x " + enc.Encode(creds[i]) + " y"
+			spans := r.Spans(text, false)
+			want := i
+			if i >= 30 {
+				want++ // the empty one
+			}
+			if len(spans) != 1 || spans[0].Cred != want {
+				t.Errorf("credential %d in %s: spans %v, want one of credential %d", i, enc.Name, spans, want)
+			}
+		}
+		text := "cut " + creds[i][:12]
+		if spans := r.Spans(text, true); len(spans) != 1 || spans[0].Cred != i+boolInt(i >= 30) {
+			t.Errorf("credential %d cut: spans %v", i, spans)
+		}
+	}
+}
+
+// Echoes side by side are two spans, each named by its own credential;
+// overlapping ones, one, named by the one that starts first.
+func TestSpansOfNeighbours(t *testing.T) {
+	r := New("token-aaaa-1111", "token-bbbb-2222")
+	over := r.With("1111token-bbbb-2222x")
+	for text, want := range map[string][]Span{
+		"token-aaaa-1111token-bbbb-2222!":  {{0, 15, 0}, {15, 30, 1}},
+		"token-aaaa-1111 token-bbbb-2222!": {{0, 15, 0}, {16, 31, 1}},
+	} {
+		if got := r.Spans(text, false); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Spans(%q) = %v, want %v", text, got, want)
+		}
+	}
+	for text, want := range map[string][]Span{
+		"token-aaaa-1111token-bbbb-2222x": {{0, 31, 0}},
+		"1111token-bbbb-2222x":            {{0, 20, 2}},
+	} {
+		if got := over.Spans(text, false); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Spans(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Forms are deduplicated as the trie is made (not by a scan of the forms
+// made before, quadratic in them): credentials given twice make as many
+// forms as once, and are named by their first index.
+func TestNewDedupesForms(t *testing.T) {
+	creds := manyCredentials(500)
+	r := New(append(creds, creds...)...)
+	if one := New(creds[0]); r.Forms() != 500*one.Forms() {
+		t.Errorf("%d forms for 500 credentials given twice, want %d", r.Forms(), 500*one.Forms())
+	}
+	if spans := r.Spans(creds[499], false); len(spans) != 1 || spans[0].Cred != 499 {
+		t.Errorf("a credential given twice is named %v; want the first", spans)
 	}
 }
 
@@ -186,7 +300,7 @@ func TestWithKeepsTheOriginal(t *testing.T) {
 func TestLongCredentialsAreBounded(t *testing.T) {
 	long := strings.Repeat("k7Q", 5000)
 	r := New(long)
-	for _, f := range r.forms {
+	for _, f := range r.parts[0].forms {
 		if len(f.s) > maxFormLen {
 			t.Errorf("a form of %d bytes", len(f.s))
 		}
@@ -194,7 +308,7 @@ func TestLongCredentialsAreBounded(t *testing.T) {
 	if got := r.Text("x " + long + " y"); got != "x REDACTED y" {
 		t.Errorf("the long credential is kept as %.40q; want it redacted whole", got)
 	}
-	if _, steps := r.Redact(strings.Repeat(long, 3), false); steps > StepsPerByte*3*len(long)*r.Forms() {
+	if steps, found := r.redact(strings.Repeat(long, 3), false); steps > r.bound(3*len(long), found) {
 		t.Errorf("%d steps for a periodic long credential", steps)
 	}
 	if got := r.Text("x " + base64.StdEncoding.EncodeToString([]byte(long)) + " y"); strings.Contains(got, base64.StdEncoding.EncodeToString([]byte(long))[:100]) {
@@ -207,7 +321,8 @@ func TestLongCredentialsAreBounded(t *testing.T) {
 // per byte, which do not depend on the machine.
 func BenchmarkAdversarial(b *testing.B) {
 	cred := "Bearer " + strings.Repeat(`\`, 64)
-	r := New(cred, strings.Repeat(`\`, 64), "client-secret-value", "client-id:client-secret-value", "mgmt-token-value-1", "Bearer mgmt-token-value-1")
+	creds := []string{cred, strings.Repeat(`\`, 64), "client-secret-value", "client-id:client-secret-value", "mgmt-token-value-1", "Bearer mgmt-token-value-1"}
+	r := New(creds...)
 	for _, n := range []int{1 << 10, 64 << 10, 1 << 20} {
 		text := adversarial(n, cred)
 		b.Run(fmt.Sprintf("bytes=%d", n), func(b *testing.B) {
@@ -219,6 +334,21 @@ func BenchmarkAdversarial(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/byte")
 			b.ReportMetric(float64(steps)/float64(n), "steps/byte")
+		})
+	}
+	// The same text with 1, 10 and 100 credentials of 24 characters
+	// besides: the steps per byte do not depend on their number.
+	text := adversarial(64<<10, cred)
+	for _, n := range []int{1, 10, 100} {
+		r := New(append(creds, manyCredentials(n)...)...)
+		b.Run(fmt.Sprintf("credentials=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			var steps int
+			for b.Loop() {
+				_, steps = r.Redact(text, true)
+			}
+			b.ReportMetric(float64(steps)/float64(len(text)), "steps/byte")
 		})
 	}
 }

@@ -122,26 +122,18 @@ func (x *straddles) grow(n, chars int) {
 	}
 }
 
-// enter reads the characters of straddle x: it returns the state of f
-// they leave, and where in st.s the part of them f starts with begins.
-func (st *search) enter(x straddle, f *form) (q, start int) {
+// enter reads the characters of straddle x with the automaton: it
+// returns the search from x, and false when no start of a form ends them.
+// A form whole in them is not reported: the text before has it.
+func (st *search) enter(x straddle) (active, bool) {
+	a := &st.p.a
 	pre := st.cur.pre[x.start:x.end]
-	if last := pre[len(pre)-1]; f.has[last/64]&(1<<(last%64)) == 0 {
-		st.steps++
-		return 0, 0 // no start of f ends with a byte f does not hold
-	}
-	steps := len(pre)
+	u, steps := int32(0), len(pre)
 	for _, c := range pre {
 		var n int
-		q, n = f.step(q, c)
+		u, n = a.step(u, c)
 		steps += n
-		if q == len(f.s) {
-			q = int(f.fail[q-1]) // whole in the escape: the text before has it
-		}
 	}
 	st.steps += steps
-	if q > 0 {
-		start = int(st.cur.from[int(x.end)-q])
-	}
-	return q, start
+	return active{u: u, end: x.end}, u != 0
 }
