@@ -584,6 +584,7 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 		// answer was not JSON at all, which no answer of the route is.
 		err = &notJSONError{err}
 	}
+	body.fill()
 	r := c.redactor(req, req.carried)
 	e := &DecodeError{
 		Method: req.method, Path: req.path, StatusCode: resp.StatusCode,
@@ -722,6 +723,19 @@ func (b *limitedBody) probe() error {
 		b.over = true
 	}
 	return ErrResponseTooLarge
+}
+
+// fill reads on until head is full or the body ends: how far a decoder
+// read before it failed depends on its buffering (Go 1.27's reads less
+// than 1.26's), and what a DecodeError shows of the body must not.
+func (b *limitedBody) fill() {
+	var buf [maxDecodeErrorRead]byte
+	for b.keep && !b.ended && !b.over && b.left > 0 && b.nhead < len(b.head) {
+		n, err := b.Read(buf[:len(b.head)-b.nhead])
+		if err != nil || n == 0 {
+			return
+		}
+	}
 }
 
 // start returns a copy of the first bytes read, nil when none were kept.
