@@ -30,24 +30,36 @@ const (
 var errHeld = errors.New("calls to the service got no answer in a row: it is not called during a cool-down")
 
 // unreachable reports whether err, why a check got no verdict, says that
-// the service could not answer: no answer (a transport error, a timeout,
-// the call left behind at Timeout), a 5xx or a 429, or the Authenticator's
-// own bounds. A 4xx other than 429, a redirect, an answer that is not the
-// API's or is malformed are answers; a panic of hosted code is a bug.
+// the service could not answer, judged by what happened rather than by the
+// error's type: no answer (a transport error, a timeout, the call left
+// behind at Timeout), an answer whose body the network cut (errBodyCut), a
+// 5xx or a 429 from the authenticate or the token endpoint in either error
+// shape, or the Authenticator's own bounds. A 4xx other than 429, a
+// redirect, an answer that is not the API's or is malformed (complete, but
+// not the documented JSON) are answers; a panic of hosted code is a bug.
 func unreachable(err error) bool {
 	var api *APIError
+	var token *TokenError
 	var transport *TransportError
 	switch {
 	case panicked(err):
 		return false
-	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget):
+	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget), errors.Is(err, errBodyCut):
 		return true
 	case errors.As(err, &api):
-		return api.StatusCode >= 500 || api.StatusCode == http.StatusTooManyRequests
+		return outageStatus(api.StatusCode)
+	case errors.As(err, &token):
+		return outageStatus(token.StatusCode)
 	case errors.As(err, &transport):
 		return true
 	}
 	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// outageStatus reports whether status says that the service cannot answer
+// just now: a 5xx or a 429.
+func outageStatus(status int) bool {
+	return status >= 500 || status == http.StatusTooManyRequests
 }
 
 // panicked reports whether err is a call's whose hosted code panicked. The

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -931,4 +933,70 @@ func TestForgetEpochOutlivesTheGrace(t *testing.T) {
 			t.Fatal("Forget set no epoch")
 		}
 	})
+}
+
+// cutResponder answers status with a JSON body of which the connection
+// delivers only the start, then fails: io.ErrUnexpectedEOF, as net/http
+// reports a body shorter than its Content-Length.
+func cutResponder(status int, start string) httpmock.Responder {
+	return func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+			ContentLength: int64(len(start)) + 100, Request: r,
+			Body: io.NopCloser(io.MultiReader(strings.NewReader(start), iotest.ErrReader(io.ErrUnexpectedEOF)))}, nil
+	}
+}
+
+// "Cannot answer" is judged by what happened, not by the error's type:
+// once the management token has expired, the token endpoint's 503 and 429
+// in its OAuth 2.0 shape ({"error": "temporarily_unavailable"}), and a 200
+// whose body the connection cut, from the token endpoint or the
+// authenticate endpoint, are outages: a confirmed End User passes stale,
+// and calls that end so open the breaker.
+func TestOutagesOfEveryShape(t *testing.T) {
+	oauth := func(status int) httpmock.Responder {
+		return jsonResponder(status, map[string]any{"error": "temporarily_unavailable", "error_description": "down for maintenance"}).
+			HeaderSet(http.Header{"Retry-After": {"1"}})
+	}
+	for _, tc := range []struct {
+		name         string
+		token, authn httpmock.Responder // nil: as when up
+	}{
+		{name: "token endpoint 503 in the OAuth shape", token: oauth(http.StatusServiceUnavailable)},
+		{name: "token endpoint 429 in the OAuth shape", token: oauth(http.StatusTooManyRequests)},
+		{name: "token endpoint 200 cut", token: cutResponder(http.StatusOK, `{"access_token":"mgmt-tok`)},
+		{name: "authenticate 200 cut", authn: cutResponder(http.StatusOK, `{"is_token_valid":tr`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newOutageService()
+				c, mt := setup(t, Config{MaxRetries: -1})
+				var down atomic.Bool
+				tokens := jsonResponder(http.StatusOK, map[string]any{"access_token": mockToken, "token_type": "Bearer", "expires_in": 60})
+				mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+					if down.Load() && tc.token != nil {
+						return tc.token(r)
+					}
+					return tokens(r)
+				})
+				mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+					if down.Load() && tc.authn != nil {
+						return tc.authn(r)
+					}
+					return svc.respond(r)
+				})
+				a := &Authenticator{Client: c, CacheTTL: 10 * time.Second, StaleIfError: 5 * time.Minute}
+				wantPass(t, a, "eu-alice", alice)
+				time.Sleep(2 * time.Minute) // the verdict and the management token have expired
+				down.Store(true)
+				wantPass(t, a, "eu-alice", stale(alice))
+				for i := range authBreakerThreshold - 1 { // with alice's, calls that got no answer
+					wantUnavailable(t, a, fmt.Sprint("eu-", i))
+				}
+				synctest.Wait()
+				if !a.breaker.IsOpen() {
+					t.Errorf("the breaker is closed after %d calls that got no answer; want it open", authBreakerThreshold)
+				}
+			})
+		})
+	}
 }
