@@ -28,11 +28,14 @@ import (
 // the SDK abandons a call that outlives it, whether or not the store
 // honours the context: the call goes on in the background, and a Client
 // starts no store call while 128 of its calls (abandoned ones included)
-// are running. A call that fails or times out opens the Client's breaker
-// (see BreakerSharedStore): the Client leaves its stores alone for a
-// cool-down, then sends one call at a time as a probe, and goes back to
-// them when one succeeds. A store should still honour the context, so
-// that abandoned calls end soon.
+// are running. A call the SDK stopped waiting for early (its caller's
+// budget spent) keeps the rest of its SharedStoreTimeout: calls that fail,
+// or do not answer in that time, 3 in a row (see
+// Config.SharedStoreTimeout), open the Client's breaker (see
+// BreakerSharedStore): the Client leaves its stores alone for a cool-down,
+// then sends one call at a time as a probe, and goes back to them when one
+// succeeds. A store should still honour the context, so that abandoned
+// calls end soon.
 type SharedStore interface {
 	// Get returns the value stored under key, or nil and no error when
 	// there is none or it has expired.
@@ -59,11 +62,23 @@ type SharedStore interface {
 // shows the fleet on a bad day with it.
 const defaultSharedStoreTimeout = 150 * time.Millisecond
 
-// The shared store's breaker (see fleet.Breaker): it opens on the first
-// failure or timeout, and its first cool-down is about one
-// SharedStoreTimeout (jittered), doubling while probes fail, up to
-// storeMaxCoolDown.
-const storeMaxCoolDown = 30 * time.Second
+// The shared store's breaker (see fleet.Breaker) judges the store, not the
+// host: an operation fails when the store errs or does not answer within
+// SharedStoreTimeout of its start, whether or not its caller waited that
+// long (see fleet's do). storeFailures failures in a row open it, so that
+// a timeout now and then on a loaded host, among answers, leaves the
+// store in use, while a hung store still opens it as soon as the
+// operations started in its first SharedStoreTimeout time out (about one
+// SharedStoreTimeout per replica under load); storeForgive answers take
+// one failure off a run rather than end it, so that a store failing on
+// part of its keys (a Cluster node down) opens it too. Its first cool-down
+// is about one SharedStoreTimeout (jittered), doubling while probes fail,
+// up to storeMaxCoolDown.
+const (
+	storeFailures    = 3
+	storeForgive     = 8
+	storeMaxCoolDown = 30 * time.Second
+)
 
 // setSharedStore sets up the Guard of every call to a shared store and
 // derives the sealer of what the Client stores there, and with
@@ -77,7 +92,7 @@ func (c *Client) setSharedStore(cfg Config) error {
 		redactor: func() *redactor { return newRedactor(c.knownCredentials()...) }}
 	c.stores = fleet.Guard{
 		Timeout: cfg.SharedStoreTimeout,
-		Breaker: &fleet.Breaker{Threshold: 1, CoolDown: cfg.SharedStoreTimeout, MaxCoolDown: storeMaxCoolDown,
+		Breaker: &fleet.Breaker{Threshold: storeFailures, Forgive: storeForgive, CoolDown: cfg.SharedStoreTimeout, MaxCoolDown: storeMaxCoolDown,
 			OnChange: c.breakerChanged(BreakerSharedStore)},
 		Leases: &fleet.Breaker{Threshold: fleet.LeaseWaitsOut, CoolDown: fleet.LeaseCoolDown, MaxCoolDown: fleet.LeaseMaxCoolDown,
 			OnChange: c.breakerChanged(BreakerLeaseWaits)},

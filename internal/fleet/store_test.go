@@ -121,8 +121,8 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 
 // A call's budget bounds its store time in all: operations that each take
 // 700 ms, within a timeout of 750 ms, leave the second 50 ms, and then
-// none; being cut by the budget rather than the timeout, it does not open
-// the Breaker.
+// none. The operation its caller left runs on and answers within the
+// timeout: a slow answer is not a failure, and the Breaker stays closed.
 func TestBudgetBoundsACallsStoreTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &stubStore{answer: func(ctx context.Context) error {
@@ -149,10 +149,55 @@ func TestBudgetBoundsACallsStoreTime(t *testing.T) {
 		if took := time.Since(start); took != 750*time.Millisecond {
 			t.Errorf("three operations took %v; want the budget, 750ms", took)
 		}
+		time.Sleep(time.Second) // the abandoned operation answers in the background
 		if g.Breaker.IsOpen() {
-			t.Error("an operation cut short by the call's budget opened the Breaker")
+			t.Error("an operation cut short by the call's budget, which then answered in its time, opened the Breaker")
+		}
+		if g.Running() != 0 || store.calls.Load() != 2 {
+			t.Errorf("running %d, %d store calls; want 0 and 2", g.Running(), store.calls.Load())
 		}
 	})
+}
+
+// An operation's outcome is what the store did in the operation's whole
+// time, whoever waited for it: one its caller left early (its budget
+// spent, or a Hurry) and which the store answers later within the
+// timeout counts as an answer, and closes nothing; one the store does not
+// answer within the timeout is a failure, told to the Breaker when the
+// time is up, though no caller waited that long.
+func TestOperationJudgedInItsOwnTime(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer time.Duration // when the store answers
+		open   bool
+	}{
+		{"answered late, in time", 90 * time.Millisecond, false},
+		{"not answered in time", 150 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &stubStore{answer: func(context.Context) error {
+					time.Sleep(tc.answer) // ignoring its context, as a hung network client does
+					return nil
+				}}
+				g := newGuard(100 * time.Millisecond)
+				ctx := WithBudget(context.Background(), 10*time.Millisecond, nil)
+				start := time.Now()
+				if _, err := g.Guard(store).Get(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 10*time.Millisecond {
+					t.Fatalf("Get: %v after %v; want the deadline's error after the budget, 10ms", err, time.Since(start))
+				}
+				if g.Breaker.IsOpen() {
+					t.Fatal("the Breaker opened when the caller left")
+				}
+				time.Sleep(100 * time.Millisecond)
+				synctest.Wait()
+				if g.Breaker.IsOpen() != tc.open {
+					t.Errorf("Breaker open %v once the operation's time is up; want %v", g.Breaker.IsOpen(), tc.open)
+				}
+				time.Sleep(tc.answer)
+			})
+		})
+	}
 }
 
 // A call's budget is half its time left when that is less than the
