@@ -164,7 +164,7 @@ func testLoggerPanics(t *testing.T) {
 				t.Fatal("the store's failures did not open the breaker")
 			}
 			down.Store(false)
-			time.Sleep(time.Second) // past the cool-down
+			time.Sleep(time.Second)                                             // past the cool-down
 			if _, err := a.Check(checkRequest("Bearer eu-probe")); err != nil { // starts the probe
 				t.Error(err)
 			}
