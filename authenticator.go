@@ -204,8 +204,10 @@ type Authenticator struct {
 	// token, and when it was given, for as long as a grace could last; a
 	// replica lets a token through stale on the store's record (which an
 	// invalid answer or Forget on any replica replaced), read within the
-	// last 5s; when the store cannot answer either, the check fails closed.
-	// Every replica must have the same StaleIfError.
+	// last 5s (or Timeout, if longer: a check reads the store once, and
+	// the record its call read as it started serves its fallback); when
+	// the store cannot answer either, the check fails closed. Every
+	// replica must have the same StaleIfError.
 	//
 	// The last answers are kept with the cached verdicts, within
 	// CacheSize. docs/outages.md sizes the store's part.
@@ -447,6 +449,7 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	// token fetch is; only a check that waits for a call needs the mark,
 	// so that a hit allocates none.
 	var marked context.Context
+	gen := a.verdictCache.generation() // before the call reads the store (see storeRecord)
 	start := func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
 		marked = markOperation(ctx, a.observer())
 		return a.start(marked, header, settle, release)
@@ -455,7 +458,7 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	v, call, err := a.verdictCache.lookup(ctx, key, time.Now(), a.shared == nil, start)
 	switch {
 	case err != nil:
-		return a.unanswered(ctx, key, header, AuthRefused, err)
+		return a.unanswered(ctx, key, header, AuthRefused, err, nil)
 	case call == nil:
 		return v, AuthHit, nil
 	case marked == nil: // joined a call in flight
@@ -466,9 +469,21 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	case err != nil && err == ctx.Err():
 		return authVerdict{}, AuthMiss, errorf("waiting for the End User token check: %w", err)
 	case err != nil:
-		return a.unanswered(ctx, key, header, AuthMiss, err)
+		// The call's failure carries the store's record of the token, as
+		// its flight read it (see judge): the check's one read of the store.
+		return a.unanswered(ctx, key, header, AuthMiss, err, &storeRecord{v: v, found: !v.expires.IsZero(), gen: gen})
 	}
 	return v, AuthMiss, nil
+}
+
+// storeRecord is what a check's call read of the token in the shared
+// store, for the check's fallback: v, the record, when found is set, and
+// the Forgets done before the check waited for the call (see
+// verdictCache.adopt).
+type storeRecord struct {
+	v     authVerdict
+	found bool
+	gen   uint64
 }
 
 // start starts the call that judges header. The call runs hosted code (the
@@ -494,13 +509,18 @@ func (a *Authenticator) start(ctx context.Context, header string, settle func(co
 // stored one, else from the service, and then stored. With a store, the
 // replica that holds the token's lease asks the service; the others wait
 // for its verdict (see sharedVerdicts.await).
+//
+// When it has no verdict, the verdict it returns beside its error is the
+// store's record of the token as it read it (expired, and zero when there
+// was none): what the check may still let the token through stale on,
+// without reading the store again (see Authenticator.unanswered).
 func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
-	v, slot, ok := a.shared.await(ctx, header)
+	v, slot, ok, record := a.shared.await(ctx, header)
 	if ok {
 		return v, nil
 	}
 	if a.shared != nil && !a.verdictCache.spend() {
-		return authVerdict{}, ErrOverMissBudget
+		return record, ErrOverMissBudget
 	}
 	start := time.Now()
 	auth, err := a.Client.Authenticate(ctx, header)
@@ -508,7 +528,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 		// Authenticate's errors have passed the redactor of the attempt.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed: no verdict from the service",
 			slog.String("error", err.Error()))
-		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
+		return record, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 	v = a.verdictCache.verdict(auth, header, time.Now())
 	v.asked = true

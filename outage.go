@@ -74,7 +74,10 @@ func panicked(err error) bool {
 // for err, with outcome so far: a stale pass when StaleIfError allows one,
 // a verdict another replica stored when the service was not asked, else
 // err, carrying the rest of the breaker's cool-down while it is open.
-func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header string, outcome AuthOutcome, err error) (authVerdict, AuthOutcome, error) {
+// called is the store's record as the check's call read it, nil for a
+// check that made no call: with a store, a check reads it once, within
+// one SharedStoreTimeout, so that the fallback does not read it again.
+func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header string, outcome AuthOutcome, err error, called *storeRecord) (authVerdict, AuthOutcome, error) {
 	held := err == errHeld
 	switch {
 	case ctx.Err() != nil && held:
@@ -90,15 +93,19 @@ func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header s
 	}
 	// With a store, the fleet's record: a grace a replica confirmed, or,
 	// for a check that made no call, a verdict another replica stored
-	// since this check's flight read the store.
+	// since. A check whose call read the store uses what it read.
 	if a.shared != nil && (held || a.grace > 0) {
-		gen := a.verdictCache.generation()
-		if v, found := a.shared.peek(ctx, header); found {
-			switch use, first := a.verdictCache.adopt(key, v, gen, time.Now()); use {
+		r := called
+		if r == nil {
+			r = &storeRecord{gen: a.verdictCache.generation()}
+			r.v, r.found = a.shared.peek(ctx, header)
+		}
+		if r.found {
+			switch use, first := a.verdictCache.adopt(key, r.v, r.gen, time.Now()); use {
 			case useFresh:
-				return v, AuthMiss, nil
+				return r.v, AuthMiss, nil
 			case useStale:
-				return a.stalePass(ctx, v, first), AuthStale, nil
+				return a.stalePass(ctx, r.v, first), AuthStale, nil
 			}
 		}
 	}

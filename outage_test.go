@@ -742,7 +742,7 @@ func TestHeldCheckTakesTheProbesAnswer(t *testing.T) {
 		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1, Logger: slog.New(&logs)}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
 		wantPass(t, a, "eu-alice", alice) // the probe's answer, cached as it settled
 		const header = "Bearer eu-alice"
-		v, outcome, err := a.unanswered(context.Background(), headerDigest(header), header, AuthRefused, errHeld)
+		v, outcome, err := a.unanswered(context.Background(), headerDigest(header), header, AuthRefused, errHeld, nil)
 		if err != nil || v.err != nil || v.user != alice || outcome != AuthMiss {
 			t.Errorf("the held check ended with %+v (outcome %v), %v; want the probe's fresh answer, %+v", v.user, outcome, err, alice)
 		}
@@ -996,6 +996,50 @@ func TestOutagesOfEveryShape(t *testing.T) {
 				if !a.breaker.IsOpen() {
 					t.Errorf("the breaker is closed after %d calls that got no answer; want it open", authBreakerThreshold)
 				}
+			})
+		})
+	}
+}
+
+// A check waits for the store once, within one SharedStoreTimeout, its
+// fallback included: the record its call read at the start serves the
+// stale pass, rather than a second read with a budget of its own (a check
+// waited 2 s against a SharedStoreTimeout of 1 s). With a store too slow
+// for that read, the check fails closed after one SharedStoreTimeout.
+func TestOneStoreBudgetPerCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   time.Duration // what each store operation takes
+	}{{"store answering", 0}, {"store slow", 600 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newOutageService()
+				store := newMemStore()
+				cfg := Config{SharedStoreTimeout: time.Second}
+				wantPass(t, fleetReplica(t, svc, store, cfg), "eu-alice", alice) // the record
+				time.Sleep(11 * time.Second)                                     // the verdict has expired, within the grace
+				svc.set("503")
+				a := fleetReplica(t, svc, store, cfg)
+				store.setHook(func(context.Context, string, string) error {
+					time.Sleep(tc.op) // ignoring its context, as a busy network client
+					return nil
+				})
+				store.resetCalls()
+				start := time.Now()
+				u, err := checkToken(context.Background(), a, "eu-alice")
+				if took := time.Since(start); took > time.Second {
+					t.Errorf("the check took %v; want at most one SharedStoreTimeout, 1s", took)
+				}
+				switch {
+				case tc.op == 0 && (err != nil || *u != stale(alice)):
+					t.Errorf("check = %+v, %v; want alice let through stale", u, err)
+				case tc.op > 0 && !errors.Is(err, ErrAuthenticationUnavailable):
+					t.Errorf("check = %+v, %v; want ErrAuthenticationUnavailable (the store could not be read in time)", u, err)
+				}
+				if n := store.callsTo(":epoch"); n != 1 {
+					t.Errorf("the token's epoch was read %d times; want once", n)
+				}
+				time.Sleep(time.Second) // the operations left running
 			})
 		})
 	}

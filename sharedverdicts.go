@@ -67,20 +67,33 @@ var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign sha
 // replica holds the token's lease and asks the service (see lease). It
 // returns found false when this replica must ask the service itself, with
 // the slot to put its verdict in ("" when the store failed: the verdict is
-// then not stored). A lease it took is released when ctx ends (the check's
-// call is bounded by Authenticator.Timeout), or lapses by itself. ctx
-// carries the check's budget of store time (see fleet.WithBudget), which
-// bounds the wait on another replica too, by the check's own clock.
-func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, slot string, found bool) {
+// then not stored), and the record it read of the token, expired (zero
+// when there was none): what the check may let the token through stale on
+// (see Authenticator.judge). A lease it took is released when ctx ends
+// (the check's call is bounded by Authenticator.Timeout), or lapses by
+// itself. ctx carries the check's budget of store time (see
+// fleet.WithBudget), which bounds the wait on another replica too, by the
+// check's own clock.
+func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, slot string, found bool, record authVerdict) {
 	if s == nil {
-		return authVerdict{}, "", false
+		return authVerdict{}, "", false, authVerdict{}
 	}
 	slot, err := s.slot(ctx, s.store.Sealer().VerdictStem(header))
 	if err != nil {
-		return authVerdict{}, "", false
+		return authVerdict{}, "", false, authVerdict{}
+	}
+	read := func() (authVerdict, bool, error) {
+		v, found, err := s.record(ctx, slot, header)
+		if found {
+			record = v
+		}
+		if !found || !time.Now().Before(v.expires) {
+			return authVerdict{}, false, err
+		}
+		return v, true, nil
 	}
 	l := fleet.Lease{Key: slot + ":lease", TTL: verdictLease, Patience: fleet.Patience(ctx, s.patience())}
-	v, found, unlock := fleet.Await(ctx, s.store, l, func() (authVerdict, bool, error) { return s.read(ctx, slot, header) })
+	v, found, unlock := fleet.Await(ctx, s.store, l, read)
 	if unlock != nil {
 		// In a goroutine of its own, where a failing store may open the
 		// breaker, which logs and tells the Observer: hosted code,
@@ -90,7 +103,7 @@ func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdic
 			unlock()
 		})
 	}
-	return v, slot, found
+	return v, slot, found, record
 }
 
 // patience is how long a check waits for another replica's verdict, by
@@ -127,21 +140,14 @@ func (s *sharedVerdicts) slot(ctx context.Context, stem string) (string, error) 
 	return stem + ":e" + string(epoch), nil
 }
 
-// read returns the verdict on header stored in slot. A value that does
-// not open (forged, foreign, corrupt, sealed under a rotated secret or
-// another epoch) or has expired reads as absent; a failing store is an
-// error.
-func (s *sharedVerdicts) read(ctx context.Context, slot, header string) (authVerdict, bool, error) {
-	v, found, err := s.record(ctx, slot, header)
-	if !found || !time.Now().Before(v.expires) {
-		return authVerdict{}, false, err
-	}
-	return v, true, nil
-}
-
 // record returns the verdict on header stored in slot, expired or not (a
 // record kept for a grace): found is false when there is none, or none
-// that opens; a failing store is an error.
+// that opens (forged, foreign, corrupt, sealed under a rotated secret or
+// another epoch); a failing store is an error. Its grace ends at the
+// latest 5s after the read (sharedFirstLevelTTL), or Timeout after when
+// that is longer (a check's call that read it may fail that late): no
+// replica lets a token through on a record older than that, so that a
+// Forget elsewhere holds within that long.
 func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authVerdict, bool, error) {
 	plain, err := s.store.Open(ctx, slot)
 	var sv storedVerdict
@@ -155,7 +161,7 @@ func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authV
 	v.expires = minTime(v.expires, sv.Expires)
 	v.answered, v.graceUntil = sv.Answered, time.Time{}
 	if v.err == nil && s.cache.grace > 0 && !sv.Answered.IsZero() {
-		v.graceUntil = sv.Answered.Add(s.cache.grace)
+		v.graceUntil = minTime(sv.Answered.Add(s.cache.grace), time.Now().Add(max(sharedFirstLevelTTL, s.timeout)))
 	}
 	return v, true, nil
 }

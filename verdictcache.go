@@ -44,7 +44,7 @@ type verdictCache struct {
 	inflight map[verdictKey]inflightCall             // the call whose verdict a token's checks take
 	calls    int                                     // calls running, forgotten ones included; <= maxCalls
 	started  uint64                                  // calls ever started: each one's number
-	forgets  uint64                                  // Forgets so far (see adopt)
+	forgets  atomic.Uint64                           // Forgets so far (see adopt); written under mu
 	// forgotten holds the keys of the latest Forgets, that of Forget
 	// number n at n % len: adopt tells whether a Forget since it began
 	// was its token's, rather than void every check that read the store
@@ -248,11 +248,7 @@ func (c *verdictCache) fallback(key verdictKey, now time.Time) (v authVerdict, u
 }
 
 // generation returns the number of Forgets so far, for adopt.
-func (c *verdictCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.forgets
-}
+func (c *verdictCache) generation() uint64 { return c.forgets.Load() }
 
 // verdictUse is what a verdict read from the store is good for.
 type verdictUse int
@@ -305,10 +301,11 @@ func (c *verdictCache) release() {
 // Forget number gen: it was, or more Forgets came since than forgotten
 // remembers. c.mu is held.
 func (c *verdictCache) forgottenSince(key verdictKey, gen uint64) bool {
-	if c.forgets-gen > uint64(len(c.forgotten)) {
+	forgets := c.forgets.Load()
+	if forgets-gen > uint64(len(c.forgotten)) {
 		return true
 	}
-	for n := gen + 1; n <= c.forgets; n++ {
+	for n := gen + 1; n <= forgets; n++ {
 		if c.forgotten[n%uint64(len(c.forgotten))] == key {
 			return true
 		}
@@ -326,8 +323,8 @@ func (c *verdictCache) forget(key verdictKey) {
 		c.cache.Remove(key)
 	}
 	delete(c.inflight, key)
-	c.forgets++
-	c.forgotten[c.forgets%uint64(len(c.forgotten))] = key
+	n := c.forgets.Add(1)
+	c.forgotten[n%uint64(len(c.forgotten))] = key
 }
 
 // spend spends one check of the miss budget, if it allows one: only a
