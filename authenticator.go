@@ -112,11 +112,14 @@ const (
 //
 // Verdicts are cached in memory, keyed by a SHA-256 digest of the header
 // value (raw tokens are not kept): valid ones for CacheTTL, invalid ones for
-// at most 5s, failures never. Concurrent checks of one token make
-// one call. Memory stays bounded under any stream of tokens: at most
-// CacheSize verdicts and MaxConcurrentChecks calls in flight, each ended
-// after Timeout. Cached verdicts are served whatever is in flight. A
-// revoked token is accepted until its entry expires, unless Forget drops it.
+// at most 5s, failures never. Each spelling of the scheme ("Bearer",
+// "bearer") has its own verdict, as the service answers it, and one
+// spelling's verdict never serves another; Forget drops them all.
+// Concurrent checks of one token make one call. Memory stays bounded under
+// any stream of tokens: at most CacheSize tokens (each with at most 4
+// spellings) and MaxConcurrentChecks calls in flight, each ended after
+// Timeout. Cached verdicts are served whatever is in flight. A revoked
+// token is accepted until its entry expires, unless Forget drops it.
 //
 // Set the fields before the first use and do not change them afterwards; an
 // Authenticator is then safe for concurrent use. It must not be copied after
@@ -540,7 +543,12 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 // Forget drops the cached verdict of the Authorization header value
 // authorization, as on sign-out: once the service has revoked the token,
 // the next check asks the service again instead of accepting the token for
-// the rest of CacheTTL. A check in flight for it when Forget runs still
+// the rest of CacheTTL. An authorization scheme is case-insensitive (RFC
+// 9110, 11.1): Forget drops the verdicts of every value whose scheme
+// differs from authorization's in ASCII case only (not Unicode's) and
+// whose credential is the same, here, on open streams (see Recheck) and
+// in the shared store, so that "bearer T" does not outlive the sign-out
+// of "Bearer T". A check in flight for it when Forget runs still
 // answers the requests already waiting, but its verdict is not cached, and
 // later checks make a call of their own. With a SharedStore, the fleet
 // forgets it too (ctx bounds that): Forget gives the token a new epoch in

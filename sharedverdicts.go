@@ -78,7 +78,7 @@ func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdic
 	if s == nil {
 		return authVerdict{}, "", false, authVerdict{}
 	}
-	slot, err := s.slot(ctx, s.store.Sealer().VerdictStem(header))
+	slot, err := s.slot(ctx, header)
 	if err != nil {
 		return authVerdict{}, "", false, authVerdict{}
 	}
@@ -122,22 +122,25 @@ func (s *sharedVerdicts) produced(took time.Duration) {
 	}
 }
 
-// slot returns the key the verdict on a token lives under now: the stem
-// (see fleet.Sealer.VerdictStem), or the stem and the epoch Forget set.
-func (s *sharedVerdicts) slot(ctx context.Context, stem string) (string, error) {
-	epoch, err := s.store.Get(ctx, stem+":epoch")
+// slot returns the key the verdict on header, as spelled, lives under
+// now: its slot (see fleet.Sealer.VerdictSlot), or the slot and the epoch
+// Forget last set on the credential, whatever the spelling it was given.
+func (s *sharedVerdicts) slot(ctx context.Context, header string) (string, error) {
+	seal := s.store.Sealer()
+	epoch, err := s.store.Get(ctx, seal.VerdictStem(header)+":epoch")
+	slot := seal.VerdictSlot(header)
 	switch {
 	case err != nil:
 		return "", err
 	case epoch == nil:
-		return stem, nil
+		return slot, nil
 	case len(epoch) != epochLen || strings.Trim(string(epoch), base64URLAlphabet) != "":
 		if !s.foreign.Swap(true) {
 			s.logger.LogAttrs(ctx, slog.LevelWarn, "management: a verdict epoch in the shared store that the SDK did not write; checks of that token go on without the store (logged once)")
 		}
 		return "", errForeignEpoch
 	}
-	return stem + ":e" + string(epoch), nil
+	return slot + ":e" + string(epoch), nil
 }
 
 // record returns the verdict on header stored in slot, expired or not (a
@@ -173,7 +176,7 @@ func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authV
 // cannot answer.
 func (s *sharedVerdicts) peek(ctx context.Context, header string) (v authVerdict, found bool) {
 	ctx = fleet.WithBudget(ctx, s.store.Guard().Timeout, nil)
-	slot, err := s.slot(ctx, s.store.Sealer().VerdictStem(header))
+	slot, err := s.slot(ctx, header)
 	if err != nil {
 		return authVerdict{}, false
 	}
@@ -203,25 +206,33 @@ func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuth
 	_ = s.store.Put(ctx, slot, plain, ttl)
 }
 
-// drop makes the fleet forget the verdict on header: a new epoch, so that
-// no verdict stored under an earlier one is read again, even one written
-// after this (see slot); and, should the store refuse it, the verdict
-// without an epoch deleted. The key of the layout before hash tags is
-// deleted too, for replicas not yet upgraded. The store is tried even
-// while its breaker is open, within one SharedStoreTimeout in all (and
-// ctx); the error is the epoch's: failing it, the fleet may go on
-// accepting the token until the verdicts stored under the epoch expire.
+// drop makes the fleet forget the verdicts on header's credential, every
+// spelling of its scheme: a new epoch, so that no verdict stored under an
+// earlier one is read again, even one written after this (see slot); and,
+// should the store refuse it, the verdict on header as spelled without an
+// epoch deleted. For replicas not yet upgraded, it sets the epoch of the
+// layout before spellings for header as spelled (for a scheme in lower
+// case, the same key) and deletes that layout's verdict, and the key of
+// the layout before hash tags. The store is tried even while its breaker
+// is open, within one SharedStoreTimeout in all (and ctx); the error is
+// the epoch's: failing it, the fleet may go on accepting the token until
+// the verdicts stored under the epoch expire.
 func (s *sharedVerdicts) drop(ctx context.Context, header string) error {
 	if s == nil {
 		return nil
 	}
 	ctx = fleet.WithBudget(fleet.Forced(ctx), s.store.Guard().Timeout, nil)
 	seal := s.store.Sealer()
-	stem := seal.VerdictStem(header)
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	err := s.store.Set(ctx, stem+":epoch", base64.RawURLEncoding.AppendEncode(nil, b[:]), s.epochTTL())
-	_ = s.store.Delete(ctx, stem)
+	epoch := base64.RawURLEncoding.AppendEncode(nil, b[:])
+	stem := seal.VerdictStem(header)
+	err := s.store.Set(ctx, stem+":epoch", epoch, s.epochTTL())
+	_ = s.store.Delete(ctx, seal.VerdictSlot(header))
+	if old := seal.UnfoldedVerdictStem(header); old != stem {
+		_ = s.store.Set(ctx, old+":epoch", epoch, s.epochTTL())
+	}
+	_ = s.store.Delete(ctx, seal.UnfoldedVerdictStem(header))
 	_ = s.store.Delete(ctx, seal.LegacyVerdictKey(header))
 	return err
 }

@@ -327,14 +327,19 @@ func TestForgetTriesTheStoreOnce(t *testing.T) {
 			}
 			return nil
 		})
-		if _, err := checkToken(ctx, a, "eu-1"); err != nil { // opens the breaker
-			t.Fatal(err)
+		for i := range storeFailures { // failures in a row open the breaker
+			if _, err := checkToken(ctx, a, fmt.Sprint("eu-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !a.Client.stores.Breaker.IsOpen() {
+			t.Fatal("the store's breaker is closed")
 		}
 		f.store.resetCalls()
 		if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.store.callsTo(":epoch"); got != 1 {
+		if got := f.store.callsTo(a.Client.seal.VerdictStem("Bearer eu-1") + ":epoch"); got != 1 {
 			t.Errorf("Forget made %d calls on the epoch while the breaker was open; want 1", got)
 		}
 		if strings.Contains(logs.String(), "level=ERROR") {
