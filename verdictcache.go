@@ -45,9 +45,9 @@ type verdictCache struct {
 	// once; nil when caching is off and there is no grace.
 	cache    *simplelru.LRU[[sha256.Size]byte, spellings]
 	inflight map[verdictKey]inflightCall // the call whose verdict a token's checks take
-	calls    int                                     // calls running, forgotten ones included; <= maxCalls
-	started  uint64                                  // calls ever started: each one's number
-	forgets  atomic.Uint64                           // Forgets so far (see adopt); written under mu
+	calls    int                         // calls running, forgotten ones included; <= maxCalls
+	started  uint64                      // calls ever started: each one's number
+	forgets  atomic.Uint64               // Forgets so far (see adopt); written under mu
 	// forgotten holds the credentials (verdictKey.fold) of the latest
 	// Forgets, that of Forget number n at n % len: adopt tells whether a
 	// Forget since it began was its token's, rather than void every check
