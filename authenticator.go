@@ -518,15 +518,18 @@ func (a *Authenticator) start(ctx context.Context, header string, settle func(co
 // was none): what the check may still let the token through stale on,
 // without reading the store again (see Authenticator.unanswered).
 func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
-	v, slot, ok, record := a.shared.await(ctx, header)
+	v, ok, turn := a.shared.await(ctx, header)
 	if ok {
 		return v, nil
 	}
+	record := turn.record
 	if a.shared != nil && !a.verdictCache.spend() {
+		a.shared.judgeWait(ctx, turn)
 		return record, ErrOverMissBudget
 	}
 	start := time.Now()
 	auth, err := a.Client.Authenticate(ctx, header)
+	a.shared.judgeWait(ctx, turn) // before this replica stores its own verdict
 	if err != nil {
 		// Authenticate's errors have passed the redactor of the attempt.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed: no verdict from the service",
@@ -535,7 +538,7 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 	}
 	v = a.verdictCache.verdict(auth, header, time.Now())
 	v.asked = true
-	a.shared.put(ctx, slot, auth, v)
+	a.shared.put(ctx, turn, auth, v)
 	a.shared.produced(time.Since(start))
 	return v, nil
 }

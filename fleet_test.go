@@ -25,6 +25,7 @@ type testFleet struct {
 	store   *memStore
 	revoked atomic.Bool  // the authenticate endpoint answers invalid from now on
 	authn   atomic.Int32 // authenticate calls
+	slow    atomic.Int64 // how long the authenticate endpoint takes to answer (a time.Duration)
 	tokens  atomic.Int32 // token requests
 	life    int          // the tokens' lifetime in seconds
 	mts     map[*Client]*httpmock.MockTransport
@@ -45,6 +46,7 @@ func (f *testFleet) replica(cfg Config, budget MissBudget) (*Client, *Authentica
 	})
 	mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", func(*http.Request) (*http.Response, error) {
 		f.authn.Add(1)
+		time.Sleep(time.Duration(f.slow.Load()))
 		if f.revoked.Load() {
 			return httpmock.NewJsonResponse(http.StatusOK, map[string]any{"is_token_valid": false})
 		}

@@ -42,6 +42,10 @@ type storedVerdict struct {
 	Auth     EndUserAuthentication `json:"auth"`
 	Expires  time.Time             `json:"expires"`
 	Answered time.Time             `json:"answered,omitzero"` // zero when a replica of an earlier version stored it
+	// Leased is set when the replica that stored it held the token's
+	// lease: a replica that ran out of patience waiting on that lease
+	// then knows that its holder was alive (see fleet.WaitedOut).
+	Leased bool `json:"leased,omitzero"`
 }
 
 // How Forget holds for the whole fleet, with a store that has no
@@ -63,29 +67,36 @@ const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 // first one is logged.
 var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign shape")
 
+// verdictTurn is what a check that asks the service itself has of the
+// store (see sharedVerdicts.await).
+type verdictTurn struct {
+	slot   string           // where to put the verdict; "" when the store failed: it is then not stored
+	leased bool             // this replica holds the token's lease
+	record authVerdict      // the record of the token it read, expired; zero when there was none
+	out    *fleet.WaitedOut // the wait that ran out of patience on another replica's lease, to judge
+}
+
 // await returns the verdict on header from the store, waiting while another
 // replica holds the token's lease and asks the service (see lease). It
 // returns found false when this replica must ask the service itself, with
-// the slot to put its verdict in ("" when the store failed: the verdict is
-// then not stored), and the record it read of the token, expired (zero
-// when there was none): what the check may let the token through stale on
-// (see Authenticator.judge). A lease it took is released when ctx ends
-// (the check's call is bounded by Authenticator.Timeout), or lapses by
-// itself. ctx carries the check's budget of store time (see
-// fleet.WithBudget), which bounds the wait on another replica too, by the
-// check's own clock.
-func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, slot string, found bool, record authVerdict) {
+// its turn: the slot to put its verdict in, and the record it read of the
+// token, expired: what the check may let the token through stale on (see
+// Authenticator.judge). A lease it took is released when ctx ends (the
+// check's call is bounded by Authenticator.Timeout), or lapses by itself.
+// ctx carries the check's budget of store time (see fleet.WithBudget),
+// which bounds the wait on another replica too, by the check's own clock.
+func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, found bool, turn verdictTurn) {
 	if s == nil {
-		return authVerdict{}, "", false, authVerdict{}
+		return authVerdict{}, false, turn
 	}
 	slot, err := s.slot(ctx, header)
 	if err != nil {
-		return authVerdict{}, "", false, authVerdict{}
+		return authVerdict{}, false, turn
 	}
 	read := func() (authVerdict, bool, error) {
 		v, found, err := s.record(ctx, slot, header)
 		if found {
-			record = v
+			turn.record = v
 		}
 		if !found || !time.Now().Before(v.expires) {
 			return authVerdict{}, false, err
@@ -93,7 +104,8 @@ func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdic
 		return v, true, nil
 	}
 	l := fleet.Lease{Key: slot + ":lease", TTL: verdictLease, Patience: fleet.Patience(ctx, s.patience())}
-	v, found, unlock := fleet.Await(ctx, s.store, l, read)
+	v, found, unlock, out := fleet.Await(ctx, s.store, l, read)
+	turn.slot, turn.leased, turn.out = slot, unlock != nil, out
 	if unlock != nil {
 		// In a goroutine of its own, where a failing store may open the
 		// breaker, which logs and tells the Observer: hosted code,
@@ -103,7 +115,20 @@ func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdic
 			unlock()
 		})
 	}
-	return v, slot, found, record
+	return v, found, turn
+}
+
+// judgeWait tells the Leases breaker how a wait that ran out of patience
+// went, once the check has asked the service itself: not waited out if
+// the lease's holder stored its verdict since (a holder alive on a busy
+// host), as a read of the slot, within what is left of the check's store
+// budget, tells; waited out otherwise, or when the store cannot tell.
+func (s *sharedVerdicts) judgeWait(ctx context.Context, turn verdictTurn) {
+	if s == nil || turn.out == nil {
+		return
+	}
+	sv, found, _ := s.open(ctx, turn.slot)
+	turn.out.Judge(ctx, found && sv.Leased)
 }
 
 // patience is how long a check waits for another replica's verdict, by
@@ -152,13 +177,9 @@ func (s *sharedVerdicts) slot(ctx context.Context, header string) (string, error
 // replica lets a token through on a record older than that, so that a
 // Forget elsewhere holds within that long.
 func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authVerdict, bool, error) {
-	plain, err := s.store.Open(ctx, slot)
-	var sv storedVerdict
-	switch {
-	case err != nil || plain == nil:
+	sv, found, err := s.open(ctx, slot)
+	if !found {
 		return authVerdict{}, false, err
-	case json.Unmarshal(plain, &sv) != nil:
-		return authVerdict{}, false, nil
 	}
 	v := s.cache.verdict(&sv.Auth, header, time.Now())
 	v.expires = minTime(v.expires, sv.Expires)
@@ -167,6 +188,19 @@ func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authV
 		v.graceUntil = minTime(sv.Answered.Add(s.cache.grace), time.Now().Add(max(sharedFirstLevelTTL, s.timeout)))
 	}
 	return v, true, nil
+}
+
+// open returns the verdict stored in slot as it was stored: found is false
+// when there is none, or none that opens; a failing store is an error.
+func (s *sharedVerdicts) open(ctx context.Context, slot string) (sv storedVerdict, found bool, err error) {
+	plain, err := s.store.Open(ctx, slot)
+	switch {
+	case err != nil || plain == nil:
+		return sv, false, err
+	case json.Unmarshal(plain, &sv) != nil:
+		return storedVerdict{}, false, nil
+	}
+	return sv, true, nil
 }
 
 // peek returns the verdict on header as the store holds it, expired or not,
@@ -184,13 +218,15 @@ func (s *sharedVerdicts) peek(ctx context.Context, header string) (v authVerdict
 	return v, found
 }
 
-// put stores v, the verdict the service's answer auth gave, in slot: until
-// it expires, or as long as its grace could last if that is longer (an
-// invalid answer too, so that it ends the grace on every replica).
-func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuthentication, v authVerdict) {
-	if s == nil || slot == "" {
+// put stores v, the verdict the service's answer auth gave, in the turn's
+// slot: until it expires, or as long as its grace could last if that is
+// longer (an invalid answer too, so that it ends the grace on every
+// replica).
+func (s *sharedVerdicts) put(ctx context.Context, turn verdictTurn, auth *EndUserAuthentication, v authVerdict) {
+	if s == nil || turn.slot == "" {
 		return
 	}
+	slot := turn.slot
 	until := v.expires
 	if s.cache.grace > 0 {
 		until = maxTime(until, v.answered.Add(s.cache.grace))
@@ -199,7 +235,7 @@ func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuth
 	if ttl <= 0 {
 		return
 	}
-	plain, err := json.Marshal(storedVerdict{Auth: *auth, Expires: v.expires, Answered: v.answered})
+	plain, err := json.Marshal(storedVerdict{Auth: *auth, Expires: v.expires, Answered: v.answered, Leased: turn.leased})
 	if err != nil {
 		return
 	}

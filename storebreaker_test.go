@@ -312,6 +312,50 @@ func TestSquattedLeasesStopTheWaits(t *testing.T) {
 	})
 }
 
+// A lease whose holder stores its verdict after the waiter ran out of
+// patience was alive, only slower than the waiter's patience (a busy host,
+// a slow service): it does not count as waited out, and waits go on. Three
+// such waits in a row opened the lease breaker, and the replica then asked
+// the service for every token itself.
+func TestSlowHolderIsNotWaitedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		var seen breakerLog
+		_, a := f.replica(Config{Observer: seen.observer()}, MissBudget{})
+		_, b := f.replica(Config{}, MissBudget{})
+		ctx := context.Background()
+		for i := range 3 { // a's estimate of the service: fast, so a waits little
+			if _, err := checkToken(ctx, a, fmt.Sprint("eu-warm-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.slow.Store(int64(400 * time.Millisecond)) // the service slows down
+		for i := range fleet.LeaseWaitsOut + 1 {
+			tok := fmt.Sprint("eu-", i)
+			var wg sync.WaitGroup
+			wg.Go(func() { // b takes the lease and asks the service
+				if _, err := checkToken(ctx, b, tok); err != nil {
+					t.Error(err)
+				}
+			})
+			time.Sleep(10 * time.Millisecond)
+			start := time.Now()
+			if _, err := checkToken(ctx, a, tok); err != nil { // a waits, runs out of patience, asks too
+				t.Fatal(err)
+			}
+			// The first ones run out of patience (a's estimate grows with
+			// what its own calls take, and then it sees b's verdict).
+			if took := time.Since(start); i < fleet.LeaseWaitsOut && took <= 400*time.Millisecond {
+				t.Fatalf("check %d took %v; want a wait on b's lease, then a's own call", i, took)
+			}
+			wg.Wait()
+		}
+		if got := seen.all(); len(got) != 0 {
+			t.Errorf("the Observer was told %+v; want the lease breaker closed (every holder stored its verdict)", got)
+		}
+	})
+}
+
 // Forget tries the store even while the breaker is open, within one
 // SharedStoreTimeout in all, and logs at Error when it could not: the
 // other replicas may then accept the token until their verdict expires.
