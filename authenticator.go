@@ -499,6 +499,7 @@ func (a *Authenticator) start(ctx context.Context, header string, settle func(co
 		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
 	return startFlight(fleet.KeepDeadline(ctx), host, a.timeout,
 		func(ctx context.Context) (authVerdict, error) {
+			ctx = withCheckRetries(ctx, a.breaker)
 			if a.shared != nil {
 				ctx = fleet.WithBudget(ctx, a.Client.stores.Timeout, nil)
 			}

@@ -330,7 +330,9 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 		if err != nil {
 			return nil, tok, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err)}
 		}
+		tried := time.Now()
 		resp, err := c.sendOnce(ctx, req, hr, tok, why)
+		took := time.Since(tried)
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
@@ -362,6 +364,10 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 		wait, giveUp := c.pauses.turn(route, now, deadline, retryWait(c.waitMin, c.waitMax, n-1, resp, now))
 		if giveUp {
 			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, the wait would pass the deadline", req, n, status, slog.Duration("wait", wait))
+			return final(err)
+		}
+		if why := checkRetries(ctx).stop(now.Add(wait+took), deadline); why != "" {
+			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, "+why, req, n, status, slog.Duration("wait", wait))
 			return final(err)
 		}
 		req.waited += wait

@@ -1044,3 +1044,54 @@ func TestOneStoreBudgetPerCheck(t *testing.T) {
 		})
 	}
 }
+
+// An Authenticator's call stops retrying once it cannot help the check:
+// the breaker's probe, run while the breaker is open, tries once (it made
+// the Client's 5 attempts, 4 "retrying" lines, each probe); and a call
+// whose next attempt, as long as the last, would end past Timeout does
+// not start it, and fails at once rather than at Timeout.
+func TestCheckRetriesStopWhenTheyCannotHelp(t *testing.T) {
+	t.Run("the probe", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			svc := newOutageService()
+			a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: 4})}
+			svc.set("503")
+			for i := range authBreakerThreshold {
+				wantUnavailable(t, a, fmt.Sprint("eu-", i))
+			}
+			synctest.Wait()
+			if !a.breaker.IsOpen() {
+				t.Fatal("the breaker did not open")
+			}
+			time.Sleep(a.breaker.Remaining())
+			before := svc.callCount()
+			heldError(t, a, "eu-probe") // starts the probe
+			time.Sleep(a.timeout)       // the probe and any retries have ended
+			if n := svc.callCount() - before; n != 1 {
+				t.Errorf("the probe made %d attempts; want 1", n)
+			}
+		})
+	})
+	t.Run("Timeout cannot fit another try", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, mt := setup(t, Config{MaxRetries: 4, RetryWaitMin: 250 * time.Millisecond, RetryWaitMax: time.Second})
+			attempts := 0
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+				attempts++
+				time.Sleep(2 * time.Second) // a 503 that takes 2 s
+				return jsonResponder(http.StatusServiceUnavailable, map[string]any{"reason": "SERVICE.UNAVAILABLE", "error_message": ""})(r)
+			})
+			a := &Authenticator{Client: c} // Timeout 5s
+			start := time.Now()
+			err := wantUnavailable(t, a, "eu-alice")
+			// 2 s, 250 ms, 2 s: a third attempt would end past 5 s.
+			if took := time.Since(start); took != 4250*time.Millisecond || attempts != 2 {
+				t.Errorf("the check failed after %v and %d attempts; want 4.25s and 2", took, attempts)
+			}
+			var api *APIError
+			if !errors.As(err, &api) || api.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("err = %v; want the last answer, 503", err)
+			}
+		})
+	})
+}
