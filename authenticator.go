@@ -207,9 +207,9 @@ type Authenticator struct {
 	// token, and when it was given, for as long as a grace could last; a
 	// replica lets a token through stale on the store's record (which an
 	// invalid answer or Forget on any replica replaced), read within the
-	// last 5s (or Timeout, if longer: a check reads the store once, and
-	// the record its call read as it started serves its fallback); when
-	// the store cannot answer either, the check fails closed. Every
+	// last 5s (a check reads the store once: the record its call read as
+	// it started serves its own fallback, however late the call failed);
+	// when the store cannot answer either, the check fails closed. Every
 	// replica must have the same StaleIfError.
 	//
 	// The last answers are kept with the cached verdicts, within

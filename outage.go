@@ -101,7 +101,7 @@ func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header s
 			r.v, r.found = a.shared.peek(ctx, header)
 		}
 		if r.found {
-			switch use, first := a.verdictCache.adopt(key, r.v, r.gen, time.Now()); use {
+			switch use, first := a.verdictCache.adopt(key, r.v, r.gen, time.Now(), called != nil); use {
 			case useFresh:
 				return r.v, AuthMiss, nil
 			case useStale:

@@ -1095,3 +1095,26 @@ func TestCheckRetriesStopWhenTheyCannotHelp(t *testing.T) {
 		})
 	})
 }
+
+// The record a check's call read as it started serves that check's stale
+// pass however late the call fails: with the service hanging and a
+// Timeout of 8 s, the record is 8 s old when the call fails, past the 5 s
+// any replica keeps a record for later checks, and the confirmed End User
+// passes stale rather than being refused (on a busy host, a call that
+// failed at its Timeout found the record it read expired by a few
+// milliseconds).
+func TestOwnRecordServesALateFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		wantPass(t, fleetReplica(t, svc, store, Config{}), "eu-alice", alice) // the record
+		time.Sleep(11 * time.Second)                                          // past CacheTTL
+		svc.set("hang")
+		a := fleetReplica(t, svc, store, Config{})
+		a.Timeout = 8 * time.Second
+		start := time.Now()
+		wantPass(t, a, "eu-alice", stale(alice))
+		if took := time.Since(start); took != 8*time.Second {
+			t.Errorf("the check took %v; want Timeout, 8s", took)
+		}
+	})
+}

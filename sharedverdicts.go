@@ -172,10 +172,9 @@ func (s *sharedVerdicts) slot(ctx context.Context, header string) (string, error
 // record kept for a grace): found is false when there is none, or none
 // that opens (forged, foreign, corrupt, sealed under a rotated secret or
 // another epoch); a failing store is an error. Its grace ends at the
-// latest 5s after the read (sharedFirstLevelTTL), or Timeout after when
-// that is longer (a check's call that read it may fail that late): no
-// replica lets a token through on a record older than that, so that a
-// Forget elsewhere holds within that long.
+// latest 5s after the read (sharedFirstLevelTTL), as for any entry from
+// the store, so that a Forget elsewhere holds within that long; only the
+// check whose call read it may pass on it later (see verdictCache.adopt).
 func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authVerdict, bool, error) {
 	sv, found, err := s.open(ctx, slot)
 	if !found {
@@ -185,7 +184,7 @@ func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authV
 	v.expires = minTime(v.expires, sv.Expires)
 	v.answered, v.graceUntil = sv.Answered, time.Time{}
 	if v.err == nil && s.cache.grace > 0 && !sv.Answered.IsZero() {
-		v.graceUntil = minTime(sv.Answered.Add(s.cache.grace), time.Now().Add(max(sharedFirstLevelTTL, s.timeout)))
+		v.graceUntil = minTime(sv.Answered.Add(s.cache.grace), time.Now().Add(sharedFirstLevelTTL))
 	}
 	return v, true, nil
 }

@@ -322,14 +322,18 @@ const (
 )
 
 // adopt judges v, the verdict on key the store holds (read without a
-// call, see sharedVerdicts.peek), at now, and caches it when it is good
-// for something: a verdict not yet expired, or an End User within its
-// grace. gen is generation() before the store was read: after a Forget
-// of key since, or beside a newer answer of the service on this replica (an
-// invalid one ends the grace even if its write to the store failed), v is
-// good for nothing. A stale pass is counted as fallback counts it; first
-// reports whether it is the first since the service last answered.
-func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time) (use verdictUse, first bool) {
+// call, see sharedVerdicts.peek, or by the check's own call: own), at now,
+// and caches it when it is good for something: a verdict not yet expired,
+// or an End User within its grace. A record is cached with a grace of at
+// most 5s from its read (see sharedVerdicts.record); the check whose own
+// call read it may pass on it later, within the service's grace: its call
+// may have failed as late as Timeout after the read. gen is generation()
+// before the store was read: after a Forget of key since, or beside a
+// newer answer of the service on this replica (an invalid one ends the
+// grace even if its write to the store failed), v is good for nothing. A
+// stale pass is counted as fallback counts it; first reports whether it
+// is the first since the service last answered.
+func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time, own bool) (use verdictUse, first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.forgottenSince(key, gen) {
@@ -344,7 +348,7 @@ func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time
 	switch {
 	case now.Before(v.expires):
 		use = useFresh
-	case v.graceful(now):
+	case v.graceful(now), own && !v.graceUntil.IsZero() && !now.After(v.answered.Add(c.grace)):
 		use, first = useStale, c.stalePasses.Add(1) == 1
 	}
 	if use != useNone && c.cache != nil {

@@ -81,6 +81,8 @@ import (
 //	FLEET_CTX_TIMEOUT=1 go-redis ContextTimeoutEnabled (0: off)
 //	FLEET_PHASES=hang,squat,dead,kill  the single server's phases, in order ("none": calm only)
 //	FLEET_AUTH_OUTAGE=20s  how long the authenticate endpoint hangs (mode auth)
+//	FLEET_LOG=1         each replica logs (Info) beside its records, in a directory kept after the run
+//	FLEET_LOG=1         each replica logs (Info) beside its records, in a directory kept after the run
 //
 // scripts/bench-fleet.sh harness runs it, beside LOAD CPU-burning loops
 // (LOAD=4 on a 2-core host: a busy node), bounded in time.
@@ -104,6 +106,7 @@ type harnessSpec struct {
 	CacheTTL      time.Duration
 	StaleIfError  time.Duration
 	Out           string // the file the replica writes its records to
+	Log           bool   // the replica logs (Info) to Out + ".log" (FLEET_LOG=1)
 }
 
 const harnessSpecEnv = "MANAGEMENT_FLEET_REPLICA"
@@ -253,13 +256,22 @@ func TestFleetHarnessReplica(t *testing.T) {
 	} else {
 		rdb = redis.NewClient(&redis.Options{Addr: spec.Addrs[0], ContextTimeoutEnabled: spec.CtxTimeout})
 	}
+	logger := quietLogger()
+	if spec.Log {
+		f, err := os.Create(spec.Out + ".log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		logger = slog.New(slog.NewTextHandler(f, nil))
+	}
 	store := timedStore{New(rdb, WithLogger(quietLogger())), rec}
 	client, err := management.NewClient(management.Config{
 		BaseURL: spec.BaseURL, ClientID: spec.ClientID, ClientSecret: spec.ClientSecret,
 		HTTPClient:         &http.Client{Transport: timedTransport{&http.Transport{MaxIdleConnsPerHost: 64}, rec}},
 		SharedStore:        store,
 		SharedStoreTimeout: spec.SST,
-		Logger:             quietLogger(),
+		Logger:             logger,
 		Observer: &management.Observer{BreakerChange: func(_ context.Context, b management.BreakerInfo) {
 			rec.write(record{what: "breaker", start: time.Now().UnixNano(), token: -1, outcome: string(b.Breaker), open: b.Open})
 		}},
@@ -418,6 +430,10 @@ func (l *serviceLog) all() []serviceCall {
 func startHarness(t *testing.T, srv *managementtest.Server, calls *serviceLog, n int, spec harnessSpec) *harness {
 	h := &harness{t: t, srv: srv, calls: calls, spec: spec}
 	dir := t.TempDir()
+	if spec.Log {
+		dir, _ = os.MkdirTemp("", "fleet-harness-")
+		t.Logf("replicas' records and logs in %s", dir)
+	}
 	for i := range n {
 		spec.Out = fmt.Sprintf("%s/replica-%d", dir, i)
 		raw, _ := json.Marshal(spec)
@@ -795,6 +811,7 @@ func TestFleetHarness(t *testing.T) {
 		BaseURL: front.URL, ClientID: srv.ClientID, ClientSecret: srv.ClientSecret,
 		Valid: 50, SST: sst, CtxTimeout: envOr("FLEET_CTX_TIMEOUT", "1") == "1",
 		GetsPerSec: 40, ChecksPerSec: 1200 / 16, Deadline: 2 * time.Second, CheckDeadline: 2 * time.Second, CacheTTL: 4 * time.Second,
+		Log: os.Getenv("FLEET_LOG") == "1",
 	}
 	if mode == "auth" {
 		spec.CacheTTL, spec.StaleIfError, spec.CheckDeadline = 2*time.Second, time.Minute, 6*time.Second
