@@ -127,10 +127,10 @@ type Config struct {
 	// cool-down of about this long, doubling while the one probe at a time
 	// (in the background) fails, up to 30 s (see BreakerSharedStore). A
 	// timeout now and then on a loaded host, among answers, leaves the
-	// store in use. 0: 150ms, two to five times the 99.9th percentile of a
-	// GET on a loaded host: a hung store costs a replica about one
-	// SharedStoreTimeout (the operations started in it time out together),
-	// not one per call.
+	// store in use. 0: 200ms, above the 99th percentile of an operation on
+	// a busy host (the CPU's delays included): a hung store costs a replica
+	// about one SharedStoreTimeout (the operations started in it time out
+	// together), not one per call.
 	SharedStoreTimeout time.Duration
 }
 

@@ -484,8 +484,8 @@ func TestUnhurriedRefreshWaitsWhileLeaseWaitsAreOff(t *testing.T) {
 }
 
 // The store breaker judges the store, not the caller's patience: a store
-// whose every operation takes 100 ms, within SharedStoreTimeout (150 ms),
-// is slow, not failing. A check's second read, cut at the 50 ms left of
+// whose every operation takes 120 ms, within SharedStoreTimeout (200 ms),
+// is slow, not failing. A check's second read, cut at the 80 ms left of
 // its budget, answers in the background within its time: the breaker stays
 // closed (it opened on the first such read when a cut operation given a
 // quarter of the timeout counted as a timeout).
@@ -495,7 +495,7 @@ func TestSlowStoreIsNotAFailure(t *testing.T) {
 		var seen breakerLog
 		_, a := f.replica(Config{Observer: seen.observer()}, MissBudget{})
 		f.store.setHook(func(context.Context, string, string) error {
-			time.Sleep(100 * time.Millisecond) // ignoring ctx, as a busy network client
+			time.Sleep(defaultSharedStoreTimeout * 3 / 5) // ignoring ctx, as a busy network client
 			return nil
 		})
 		for i := range 5 {

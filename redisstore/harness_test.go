@@ -41,9 +41,10 @@ import (
 //	MANAGEMENT_FLEET_HARNESS=cluster ...
 //	MANAGEMENT_FLEET_HARNESS=auth ...
 //
-// The workload, per replica: 40 Users.Get and 75 checks a second (1 200
-// checks a second for 16 replicas), started on ticks whatever the latency
-// (open loop), each with a 2 s deadline; the checks pick one of 60 End User
+// The workload, the fleet's in all, spread over its replicas: 640 Users.Get
+// and 1 200 checks a second (40 and 75 a replica for 16 replicas, 20 and 37
+// for 32: more replicas serve the same traffic), started on ticks whatever
+// the latency (open loop), each with a 2 s deadline; the checks pick one of 60 End User
 // tokens at random, 50 issued and 10 never issued (refused as invalid,
 // which is their expected answer). Management tokens live 3 s, CacheTTL is
 // 4 s, and everything else is the SDK's default, SharedStoreTimeout
@@ -528,7 +529,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // summary is the table of the run: per phase, the calls started in it.
 func (h *harness) summary(replicas [][]record) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| phase | calls | failed | p50 ms | p99 ms | max ms | Users.Get p99 | checks p99 | calls > 600 ms (most on one replica) | token requests | authenticate calls | store ops (failed) | store op p50 / p99.9 ms |\n")
+	fmt.Fprintf(&b, "| phase | calls | failed | p50 ms | p99 ms | max ms | Users.Get p99 | checks p99 | calls > 600 ms (most on one replica) | token requests | authenticate calls | store ops (failed) | store op p50 / p99 / p99.9 / max ms |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range h.phase {
 		var all, gets, checks, ops []time.Duration
@@ -569,10 +570,10 @@ func (h *harness) summary(replicas [][]record) string {
 			slices.Sort(s)
 		}
 		h.t.Logf("%s: slowest calls %s", p.name, slowest(replicas, p, 8))
-		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %d (%d) | %d | %d | %d (%d) | %s / %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %d (%d) | %d | %d | %d (%d) | %s / %s / %s / %s |\n",
 			p.name, len(all), failed, ms(percentile(all, 50)), ms(percentile(all, 99)), ms(percentile(all, 100)),
 			ms(percentile(gets, 99)), ms(percentile(checks, 99)), over, mostOver, p.tokens, p.authns,
-			len(ops), opsFailed, ms(percentile(ops, 50)), ms(percentile(ops, 99.9)))
+			len(ops), opsFailed, ms(percentile(ops, 50)), ms(percentile(ops, 99)), ms(percentile(ops, 99.9)), ms(percentile(ops, 100)))
 	}
 	return b.String()
 }
@@ -588,8 +589,8 @@ const refreshInterval = 2700 * time.Millisecond
 // calls (Users.Get and checks) that failed.
 func (h *harness) sharing(replicas [][]record) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| phase | token requests, most in %v | authenticate calls per End User token per CacheTTL (%v), mean / most | calls failed |\n", refreshInterval, h.spec.CacheTTL)
-	fmt.Fprintf(&b, "|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| phase | token requests, most in %v | authenticate calls per End User token per CacheTTL (%v), mean / most | calls failed | store breaker openings (replicas) | lease breaker openings (replicas) |\n", refreshInterval, h.spec.CacheTTL)
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|\n")
 	calls := h.calls.all()
 	for _, p := range h.phase {
 		windows := int(p.to.Sub(p.from) / h.spec.CacheTTL)
@@ -628,14 +629,30 @@ func (h *harness) sharing(replicas [][]record) string {
 			mean = float64(total) / float64(len(h.spec.Tokens)*windows)
 		}
 		failed := 0
+		openings := map[string][2]int{} // by breaker: openings, replicas
 		for _, recs := range replicas {
+			opened := map[string]bool{}
 			for _, r := range recs {
-				if at := time.Unix(0, r.start); (r.what == "get" || r.what == "check") && r.failed && !at.Before(p.from) && at.Before(p.to) {
+				at := time.Unix(0, r.start)
+				if at.Before(p.from) || !at.Before(p.to) {
+					continue
+				}
+				switch {
+				case (r.what == "get" || r.what == "check") && r.failed:
 					failed++
+				case r.what == "breaker" && r.open:
+					o := openings[r.outcome]
+					o[0]++
+					if !opened[r.outcome] {
+						o[1]++
+					}
+					opened[r.outcome] = true
+					openings[r.outcome] = o
 				}
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.2f / %d | %d |\n", p.name, mostTokens, mean, most, failed)
+		store, leases := openings[string(management.BreakerSharedStore)], openings[string(management.BreakerLeaseWaits)]
+		fmt.Fprintf(&b, "| %s | %d | %.2f / %d | %d | %d (%d) | %d (%d) |\n", p.name, mostTokens, mean, most, failed, store[0], store[1], leases[0], leases[1])
 	}
 	return b.String()
 }
@@ -810,7 +827,7 @@ func TestFleetHarness(t *testing.T) {
 	spec := harnessSpec{
 		BaseURL: front.URL, ClientID: srv.ClientID, ClientSecret: srv.ClientSecret,
 		Valid: 50, SST: sst, CtxTimeout: envOr("FLEET_CTX_TIMEOUT", "1") == "1",
-		GetsPerSec: 40, ChecksPerSec: 1200 / 16, Deadline: 2 * time.Second, CheckDeadline: 2 * time.Second, CacheTTL: 4 * time.Second,
+		GetsPerSec: 640 / n, ChecksPerSec: 1200 / n, Deadline: 2 * time.Second, CheckDeadline: 2 * time.Second, CacheTTL: 4 * time.Second,
 		Log: os.Getenv("FLEET_LOG") == "1",
 	}
 	if mode == "auth" {
