@@ -119,8 +119,9 @@ type Config struct {
 	// A call or a check waits for the store at most this long in all (or
 	// half its time left, if less), however many operations it makes. The
 	// Client's breaker judges the store by what each operation did within
-	// this long of its start, however long its caller waited: an answer,
-	// however slow, is no failure; an error, or no answer in time, is. 3
+	// twice this long of its start, however long its caller waited: an
+	// answer, however slow, is no failure; an error, or no answer in that
+	// time, is. 3
 	// failures in a row (8 answers take one failure off a run rather than
 	// end it, so that a store failing on part of its keys counts too) open
 	// the breaker: calls and checks go on as without a store for a

@@ -193,7 +193,7 @@ func testLoggerPanics(t *testing.T) {
 				}
 				cancel()
 			}
-			time.Sleep(defaultSharedStoreTimeout) // the calls' time is up
+			time.Sleep(2 * defaultSharedStoreTimeout) // the calls' time is up
 			synctest.Wait()
 			if !c.stores.Breaker.IsOpen() {
 				t.Error("three store calls without an answer in their time did not open the breaker")

@@ -22,20 +22,20 @@ import (
 //
 // Implementations must be safe for concurrent use. A store that fails, is
 // slow or panics never fails a call of the SDK: the SDK falls back to what it does
-// without a store, and logs. Each call is given a context that ends after
-// Config.SharedStoreTimeout (or sooner: a call of the SDK waits for the
-// store at most that long in all, whatever the number of operations), and
-// the SDK abandons a call that outlives it, whether or not the store
-// honours the context: the call goes on in the background, and a Client
-// starts no store call while 128 of its calls (abandoned ones included)
-// are running. A call the SDK stopped waiting for early (its caller's
-// budget spent) keeps the rest of its SharedStoreTimeout: calls that fail,
-// or do not answer in that time, 3 in a row (see
-// Config.SharedStoreTimeout), open the Client's breaker (see
-// BreakerSharedStore): the Client leaves its stores alone for a cool-down,
-// then sends one call at a time as a probe, and goes back to them when one
-// succeeds. A store should still honour the context, so that abandoned
-// calls end soon.
+// without a store, and logs. The SDK waits for each call at most
+// Config.SharedStoreTimeout (or less: a call of the SDK waits for the store
+// at most that long in all, whatever the number of operations), and
+// abandons a call that outlives its wait, whether or not the store honours
+// the context: the call goes on in the background, with a context that
+// ends twice SharedStoreTimeout after its start, and a Client starts no
+// store call while 128 of its calls (abandoned ones included) are running.
+// A call answered within that context's time is the store answering,
+// however late for its caller; calls that fail, or do not answer in that
+// time, 3 in a row (see Config.SharedStoreTimeout), open the Client's
+// breaker (see BreakerSharedStore): the Client leaves its stores alone for
+// a cool-down, then sends one call at a time as a probe, and goes back to
+// them when one succeeds. A store should still honour the context, so that
+// abandoned calls end soon.
 type SharedStore interface {
 	// Get returns the value stored under key, or nil and no error when
 	// there is none or it has expired.
@@ -66,12 +66,14 @@ const defaultSharedStoreTimeout = 200 * time.Millisecond
 
 // The shared store's breaker (see fleet.Breaker) judges the store, not the
 // host: an operation fails when the store errs or does not answer within
-// SharedStoreTimeout of its start, whether or not its caller waited that
-// long (see fleet's do). storeFailures failures in a row open it, so that
-// a timeout now and then on a loaded host, among answers, leaves the
-// store in use, while a hung store still opens it as soon as the
-// operations started in its first SharedStoreTimeout time out (about one
-// SharedStoreTimeout per replica under load); storeForgive answers take
+// twice SharedStoreTimeout of its start (fleet.Guard.Judged), however long
+// its caller waited (see fleet's do): on a loaded host an answer reaches
+// the replica late, its reader waiting for the CPU, and is still the
+// store's. storeFailures failures in a row open it, so that a failure now
+// and then among answers leaves the store in use, while a hung store still
+// opens it once the operations started in its first twice
+// SharedStoreTimeout have failed (each of their callers waiting one
+// SharedStoreTimeout); storeForgive answers take
 // one failure off a run rather than end it, so that a store failing on
 // part of its keys (a Cluster node down) opens it too. Its first cool-down
 // is about one SharedStoreTimeout (jittered), doubling while probes fail,

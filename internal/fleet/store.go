@@ -97,12 +97,14 @@ func Forced(ctx context.Context) context.Context { return context.WithValue(ctx,
 // once ctx ends), abandoning op. A panic of op is its error, logged.
 //
 // The Breaker judges the store, not the caller's patience nor the host's
-// load: op has the Guard's whole Timeout from its start, whether or not
-// its caller waits that long (an op abandoned early runs on in the
-// background, no longer tied to ctx), and its outcome is what the store
-// did in that time. An answer within it, however slow, is a success; a
-// store error, or no answer in it, a failure; an op whose caller's context
-// ended while it waited says nothing. When the Breaker lets op through as
+// load: op has Judged from its start (twice the Guard's Timeout), whatever
+// its caller waits (an op abandoned runs on in the background, no longer
+// tied to ctx), and its outcome is what the store did in that time. An
+// answer within it, however slow and however long after its caller left,
+// is a success: on a busy host, an answer may reach the replica late, its
+// reader waiting for the CPU. A store error, or no answer in that time, is
+// a failure; an op whose caller's context ended while it waited says
+// nothing. When the Breaker lets op through as
 // its probe, probe (a read of op's key) runs instead, in the background
 // (see Guard.probe), and the caller goes on without the store: no caller
 // waits on a store that may still hang.
@@ -166,14 +168,21 @@ func (g *Guard) probe(ctx context.Context, t Ticket, op func(context.Context) er
 				g.LogPanic(ctx, p, false)
 			}
 		}()
-		_, _ = run(ctx, g, g.Timeout, nil, t, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) }, nil)
+		_, _ = run(ctx, g, g.Judged(), nil, t, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) }, nil)
 	}()
 }
 
+// Judged is how long after its start an operation is judged (see do): an
+// answer by then is the store answering, none a failure. Its callers wait
+// for it at most the Guard's Timeout, so that a hung store costs each of
+// them that long, and the Breaker opens once the operations started in
+// the store's first Judged have failed.
+func (g *Guard) Judged() time.Duration { return 2 * g.Timeout }
+
 // judgement is the Breaker's verdict on one operation, given once, by
 // whichever sees first how the operation went: its goroutine when it
-// returns, its caller when it waited the operation's whole time, or a
-// timer when the caller left it earlier.
+// returns, its caller when the operation's context ended while it waited,
+// or a timer at the end of the operation's time, once its caller left.
 type judgement struct {
 	t    Ticket
 	once atomic.Bool
@@ -207,10 +216,10 @@ func (j *judgement) timedOut(ctx, opCtx context.Context) {
 }
 
 // run runs op, judged as t, in a goroutine of its own with a context that
-// ends after the Guard's Timeout (or when ctx ends while the caller
-// waits), and returns its result, or an error once the caller stops
-// waiting: after wait, once ctx ends, or once hurry asks the caller's
-// result by a time that has come. The caller judges an op it waited for
+// ends after Judged (or when ctx ends while the caller waits), and returns
+// its result, or an error once the caller stops waiting: after wait (at
+// most the Guard's Timeout), once ctx ends, or once hurry asks the
+// caller's result by a time that has come. The caller judges an op it waited for
 // (after it has the result: the Breaker's OnChange is hosted code); the
 // op's goroutine, or a timer at the end of its time, one it left. orphan:
 // see do.
@@ -219,7 +228,7 @@ func run[T any](ctx context.Context, g *Guard, wait time.Duration, hurry *Hurry,
 	j := &judgement{t: t}
 	// The op's own time, which its caller's leaving does not shorten: a
 	// store that honours its context still ends an abandoned op then.
-	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.Timeout)
+	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.Judged())
 	// While its caller waits, the op ends with the caller's context.
 	unfollow := context.AfterFunc(parent, func() {
 		defer g.contain(parent) // nothing here panics; listed as every goroutine is
@@ -264,12 +273,10 @@ func run[T any](ctx context.Context, g *Guard, wait time.Duration, hurry *Hurry,
 	if hurry != nil {
 		_, _, moved = hurry.state()
 	}
-	var limit, hurried <-chan time.Time
-	if wait < g.Timeout {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		limit = timer.C
-	}
+	var hurried <-chan time.Time
+	timer := time.NewTimer(min(wait, g.Timeout))
+	defer timer.Stop()
+	limit := timer.C
 	hurriedAway := false
 wait:
 	for {
@@ -328,7 +335,7 @@ wait:
 	case hurriedAway:
 		return zero, fmt.Errorf("shared store: call abandoned: its caller needs the result now: %w", context.DeadlineExceeded)
 	}
-	return zero, fmt.Errorf("shared store: call abandoned after %v: %w", wait, context.DeadlineExceeded)
+	return zero, fmt.Errorf("shared store: call abandoned after %v: %w", min(wait, g.Timeout), context.DeadlineExceeded)
 }
 
 // contain, deferred where the SDK tells the Breaker in a goroutine of its
