@@ -1118,3 +1118,24 @@ func TestOwnRecordServesALateFallback(t *testing.T) {
 		}
 	})
 }
+
+// A replica whose own latest answer on a token is newer than the store's
+// record (its write was lost, or an older answer overwrote it) lets the
+// token through stale on the record its check read, the grace counting
+// from its own answer: at the onset of an outage, checks of tokens a
+// replica had confirmed itself were refused, as if that newer answer voided
+// the record.
+func TestNewerConfirmationHereKeepsTheRecordUsable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		wantPass(t, fleetReplica(t, svc, store, Config{}), "eu-alice", alice) // the store's record, answered now
+		time.Sleep(11 * time.Second)
+		a := fleetReplica(t, svc, store, Config{})
+		store.setHook(failingOn("set"))
+		wantPass(t, a, "eu-alice", alice) // a asks itself; its newer answer is not stored
+		store.setHook(nil)
+		time.Sleep(11 * time.Second) // past CacheTTL and a's 5 s grace cap, within StaleIfError
+		svc.set("503")
+		wantPass(t, a, "eu-alice", stale(alice))
+	})
+}

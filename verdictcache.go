@@ -329,8 +329,9 @@ const (
 // call read it may pass on it later, within the service's grace: its call
 // may have failed as late as Timeout after the read. gen is generation()
 // before the store was read: after a Forget of key since, or beside a
-// newer answer of the service on this replica (an invalid one ends the
-// grace even if its write to the store failed), v is good for nothing. A
+// newer refusal of the service on this replica (an invalid answer ends the
+// grace even if its write to the store failed), v is good for nothing;
+// beside a newer confirmation here, the grace counts from that one. A
 // stale pass is counted as fallback counts it; first reports whether it
 // is the first since the service last answered.
 func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time, own bool) (use verdictUse, first bool) {
@@ -342,7 +343,12 @@ func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time
 	if c.cache != nil {
 		vs, _ := c.cache.Peek(key.fold)
 		if cur, ok := vs.find(key.spelling); ok && cur.answered.After(v.answered) {
-			return useNone, false
+			if cur.err != nil {
+				return useNone, false // a newer refusal: the grace is over
+			}
+			// A newer confirmation here (its write to the store lost, or
+			// overwritten by an older one): the grace counts from it.
+			v.answered = cur.answered
 		}
 	}
 	switch {
