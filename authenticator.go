@@ -453,9 +453,9 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	// so that a hit allocates none.
 	var marked context.Context
 	gen := a.verdictCache.generation() // before the call reads the store (see storeRecord)
-	start := func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
+	start := func(settle func(context.Context, authVerdict, error) func(), release func(), probe bool) *flight[authVerdict] {
 		marked = markOperation(ctx, a.observer())
-		return a.start(marked, header, settle, release)
+		return a.start(marked, header, settle, release, probe)
 	}
 	// With a store, judge spends the budget, once the store has no verdict.
 	v, call, err := a.verdictCache.lookup(ctx, key, time.Now(), a.shared == nil, start)
@@ -494,12 +494,12 @@ type storeRecord struct {
 // contains its panics and hangs; its failures are
 // ErrAuthenticationUnavailable, and a panic's value is redacted of the End
 // User's credential and the Client's.
-func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
+func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error) func(), release func(), probe bool) *flight[authVerdict] {
 	host := flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
 		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
 	return startFlight(fleet.KeepDeadline(ctx), host, a.timeout,
 		func(ctx context.Context) (authVerdict, error) {
-			ctx = withCheckRetries(ctx, a.breaker)
+			ctx = withCheckRetries(ctx, a.breaker, probe)
 			if a.shared != nil {
 				ctx = fleet.WithBudget(ctx, a.Client.stores.Timeout, nil)
 			}
@@ -527,6 +527,12 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 	if a.shared != nil && !a.verdictCache.spend() {
 		a.shared.judgeWait(ctx, turn)
 		return record, ErrOverMissBudget
+	}
+	if checkRetries(ctx).held() {
+		// The breaker opened while this call read the store or waited on
+		// another replica's lease: only its probe calls the service now.
+		a.shared.judgeWait(ctx, turn)
+		return record, errHeld
 	}
 	start := time.Now()
 	auth, err := a.Client.Authenticate(ctx, header)

@@ -138,7 +138,7 @@ func (a *Authenticator) stalePass(ctx context.Context, v authVerdict, first bool
 func (a *Authenticator) called(ctx context.Context, t fleet.Ticket, v authVerdict, err error) (report func()) {
 	failed := false
 	switch {
-	case err == nil && !v.asked, err == ErrOverMissBudget, err != nil && panicked(err):
+	case err == nil && !v.asked, err == ErrOverMissBudget, err == errHeld, err != nil && panicked(err):
 		t.Abstained() // the service was not asked, or says nothing
 		return nil
 	case err != nil && unreachable(err):

@@ -1171,3 +1171,43 @@ func TestSlowStoreStillServesTheHeldCheck(t *testing.T) {
 		}
 	})
 }
+
+// Once the breaker is open only its probe calls the service: a check's
+// call that started before it opened, and was still waiting on another
+// replica's lease when it did, does not call the service then (two calls
+// ran at once on one replica while its breaker was open, in the fleet
+// harness); the check ends as the breaker holds it.
+func TestCallStartedBeforeTheBreakerOpenedDoesNotCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		a := fleetReplica(t, svc, store, Config{})
+		wantPass(t, a, "eu-bob", EndUser{ID: "u-bob", Role: RoleAppUser}) // a is set up
+		svc.set("503")
+		store.squat(a.Client.seal.VerdictSlot("Bearer eu-alice")+":lease", time.Minute) // another replica asks about alice
+		done := make(chan error, 1)
+		go func() {
+			_, err := checkToken(context.Background(), a, "eu-alice") // waits on the lease, up to 1 s
+			done <- err
+		}()
+		time.Sleep(10 * time.Millisecond)
+		for i := range authBreakerThreshold {
+			wantUnavailable(t, a, fmt.Sprint("eu-", i))
+		}
+		synctest.Wait()
+		if !a.breaker.IsOpen() {
+			t.Fatal("the breaker did not open")
+		}
+		err := <-done
+		var held *AuthenticationUnavailableError
+		if !errors.As(err, &held) {
+			t.Errorf("the check waiting on the lease: %v; want the breaker's refusal", err)
+		}
+		svc.mu.Lock()
+		defer svc.mu.Unlock()
+		for _, c := range svc.calls {
+			if c.header == "Bearer eu-alice" {
+				t.Errorf("a call about alice at %v, the breaker open", c.start)
+			}
+		}
+	})
+}

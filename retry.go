@@ -114,14 +114,23 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // with no knob of their own.
 type checkCall struct {
 	breaker interface{ IsOpen() bool } // the authenticate breaker
+	probe   bool                       // the call is the breaker's probe
 }
 
 type checkCallKey struct{}
 
 // withCheckRetries returns ctx marking the call of an Authenticator whose
-// breaker on the authenticate call is breaker.
-func withCheckRetries(ctx context.Context, breaker interface{ IsOpen() bool }) context.Context {
-	return context.WithValue(ctx, checkCallKey{}, &checkCall{breaker: breaker})
+// breaker on the authenticate call is breaker; probe says that the call is
+// its probe.
+func withCheckRetries(ctx context.Context, breaker interface{ IsOpen() bool }, probe bool) context.Context {
+	return context.WithValue(ctx, checkCallKey{}, &checkCall{breaker: breaker, probe: probe})
+}
+
+// held reports whether the call must not reach the service: the breaker
+// opened after it started, and it is not the probe (one call at a time
+// while the breaker is open). false for a call of no Authenticator.
+func (c *checkCall) held() bool {
+	return c != nil && !c.probe && c.breaker.IsOpen()
 }
 
 // checkRetries returns the mark of an Authenticator's call on ctx, nil

@@ -194,8 +194,9 @@ func orDefault[T int | time.Duration](v, def T) T {
 }
 
 // startFunc starts the call that judges a token; settle and release are
-// the flight's finish and release (see startFlight).
-type startFunc func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict]
+// the flight's finish and release (see startFlight); probe says that the
+// call is the breaker's probe.
+type startFunc func(settle func(context.Context, authVerdict, error) func(), release func(), probe bool) *flight[authVerdict]
 
 // lookup returns the unexpired verdict on key (call nil), or else the call
 // in flight for it, which it starts with start when there is none, within
@@ -240,7 +241,7 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 	call := start(func(ctx context.Context, v authVerdict, err error) func() {
 		c.settle(key, n, v, err)
 		return c.called(ctx, t, v, err)
-	}, c.releaseCall)
+	}, c.releaseCall, t.Probe())
 	c.inflight[key] = inflightCall{call: call, n: n}
 	c.calls++
 	if t.Probe() {
