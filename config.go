@@ -117,10 +117,7 @@ type Config struct {
 	// Authenticator.SharedStore): past it, the SDK abandons the operation,
 	// whatever the store does with its context, and goes on without it.
 	// A call or a check waits for the store at most this long in all (or
-	// half its time left, if less), however many operations it makes (a
-	// check that makes no call to the service, held by its breaker,
-	// reading the record that may let its token through stale: twice this
-	// long, as the breaker judges a store answering). The
+	// half its time left, if less), however many operations it makes. The
 	// Client's breaker judges the store by what each operation did within
 	// twice this long of its start, however long its caller waited: an
 	// answer, however slow, is no failure; an error, or no answer in that

@@ -203,14 +203,12 @@ func (s *sharedVerdicts) open(ctx context.Context, slot string) (sv storedVerdic
 }
 
 // peek returns the verdict on header as the store holds it, expired or not,
-// without a lease: what a check that made no call to the service may still
-// use (see verdictCache.adopt). ctx bounds the reads, within twice
-// SharedStoreTimeout in all (fleet.Guard.Judged): the service is not asked,
-// so the store's time eats none of the service's, and a store that answers
-// that late, slowed by a busy host, is not down (its breaker judges it so);
-// found is false when the store has none or cannot answer.
+// without a lease: what a check that could not ask the service may still
+// use (see verdictCache.adopt). ctx bounds the reads, within one
+// SharedStoreTimeout in all; found is false when the store has none or
+// cannot answer.
 func (s *sharedVerdicts) peek(ctx context.Context, header string) (v authVerdict, found bool) {
-	ctx = fleet.WithBudget(ctx, s.store.Guard().Judged(), nil)
+	ctx = fleet.WithBudget(ctx, s.store.Guard().Timeout, nil)
 	slot, err := s.slot(ctx, header)
 	if err != nil {
 		return authVerdict{}, false

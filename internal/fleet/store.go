@@ -91,9 +91,8 @@ func Forced(ctx context.Context) context.Context { return context.WithValue(ctx,
 
 // do runs op on the store, unless the Breaker or the call's budget refuses
 // it (ErrSkipped) or MaxCalls are running (ErrBusy). The caller waits for
-// it at most the Guard's Timeout, or what is left of the call's budget
-// (see WithBudget: up to Judged, for a call that may wait as long as the
-// store is judged answering), and what its Hurry asks, and gets op's result, or an error
+// it at most the Guard's Timeout, what is left of the call's budget (see
+// WithBudget) and what its Hurry asks, and gets op's result, or an error
 // matching context.DeadlineExceeded once that time passes (ctx's error
 // once ctx ends), abandoning op. A panic of op is its error, logged.
 //
@@ -119,7 +118,7 @@ func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error,
 	wait := g.Timeout
 	var hurry *Hurry
 	if b != nil {
-		wait = min(g.Judged(), b.Left()) // a budget above Timeout (see WithBudget) waits that long
+		wait = min(wait, b.Left())
 		hurry = b.hurry
 		if wait <= 0 {
 			return zero, ErrSkipped
@@ -219,10 +218,10 @@ func (j *judgement) timedOut(ctx, opCtx context.Context) {
 // run runs op, judged as t, in a goroutine of its own with a context that
 // ends after Judged (or when ctx ends while the caller waits), and returns
 // its result, or an error once the caller stops waiting: after wait (at
-// most Judged), once ctx ends, or once hurry asks the caller's result by a
-// time that has come. The caller judges an op it waited for (after it has
-// the result: the Breaker's OnChange is hosted code); the op's goroutine,
-// or a timer at the end of its time, one it left. orphan:
+// most the Guard's Timeout), once ctx ends, or once hurry asks the
+// caller's result by a time that has come. The caller judges an op it waited for
+// (after it has the result: the Breaker's OnChange is hosted code); the
+// op's goroutine, or a timer at the end of its time, one it left. orphan:
 // see do.
 func run[T any](ctx context.Context, g *Guard, wait time.Duration, hurry *Hurry, t Ticket, op func(context.Context) (T, error), orphan func(T)) (T, error) {
 	parent := ctx
@@ -275,7 +274,7 @@ func run[T any](ctx context.Context, g *Guard, wait time.Duration, hurry *Hurry,
 		_, _, moved = hurry.state()
 	}
 	var hurried <-chan time.Time
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(min(wait, g.Timeout))
 	defer timer.Stop()
 	limit := timer.C
 	hurriedAway := false
@@ -336,7 +335,7 @@ wait:
 	case hurriedAway:
 		return zero, fmt.Errorf("shared store: call abandoned: its caller needs the result now: %w", context.DeadlineExceeded)
 	}
-	return zero, fmt.Errorf("shared store: call abandoned after %v: %w", wait, context.DeadlineExceeded)
+	return zero, fmt.Errorf("shared store: call abandoned after %v: %w", min(wait, g.Timeout), context.DeadlineExceeded)
 }
 
 // contain, deferred where the SDK tells the Breaker in a goroutine of its
