@@ -533,8 +533,10 @@ type basic string
 func (b basic) authorize(context.Context) (string, *Token, error) { return string(b), nil, nil }
 
 // checkTokenResponse maps an answer of the token endpoint that is not a
-// 2xx: its OAuth 2.0 shape to a *TokenError; a 429 or 5xx without it to an
-// *APIError, an outage that the retries could not outlast; a redirect, or
+// 2xx: its OAuth 2.0 shape to a *TokenError, whatever the status (a 503
+// "temporarily_unavailable" keeps its code and Retry-After; unreachable
+// judges it by its status); a 429 or 5xx without it to an *APIError, an
+// outage that the retries could not outlast; a redirect, or
 // any other answer without it, to an error matching ErrMisconfigured: the
 // request did not reach the token endpoint. The body is never kept: it
 // could quote the credentials; a redirect's path is redacted by r. It

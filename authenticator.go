@@ -112,11 +112,14 @@ const (
 //
 // Verdicts are cached in memory, keyed by a SHA-256 digest of the header
 // value (raw tokens are not kept): valid ones for CacheTTL, invalid ones for
-// at most 5s, failures never. Concurrent checks of one token make
-// one call. Memory stays bounded under any stream of tokens: at most
-// CacheSize verdicts and MaxConcurrentChecks calls in flight, each ended
-// after Timeout. Cached verdicts are served whatever is in flight. A
-// revoked token is accepted until its entry expires, unless Forget drops it.
+// at most 5s, failures never. Each spelling of the scheme ("Bearer",
+// "bearer") has its own verdict, as the service answers it, and one
+// spelling's verdict never serves another; Forget drops them all.
+// Concurrent checks of one token make one call. Memory stays bounded under
+// any stream of tokens: at most CacheSize tokens (each with at most 4
+// spellings) and MaxConcurrentChecks calls in flight, each ended after
+// Timeout. Cached verdicts are served whatever is in flight. A revoked
+// token is accepted until its entry expires, unless Forget drops it.
 //
 // Set the fields before the first use and do not change them afterwards; an
 // Authenticator is then safe for concurrent use. It must not be copied after
@@ -204,8 +207,10 @@ type Authenticator struct {
 	// token, and when it was given, for as long as a grace could last; a
 	// replica lets a token through stale on the store's record (which an
 	// invalid answer or Forget on any replica replaced), read within the
-	// last 5s; when the store cannot answer either, the check fails closed.
-	// Every replica must have the same StaleIfError.
+	// last 5s (a check reads the store once: the record its call read as
+	// it started serves its own fallback, however late the call failed);
+	// when the store cannot answer either, the check fails closed. Every
+	// replica must have the same StaleIfError.
 	//
 	// The last answers are kept with the cached verdicts, within
 	// CacheSize. docs/outages.md sizes the store's part.
@@ -447,15 +452,16 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	// token fetch is; only a check that waits for a call needs the mark,
 	// so that a hit allocates none.
 	var marked context.Context
-	start := func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
+	gen := a.verdictCache.generation() // before the call reads the store (see storeRecord)
+	start := func(settle func(context.Context, authVerdict, error) func(), release func(), probe bool) *flight[authVerdict] {
 		marked = markOperation(ctx, a.observer())
-		return a.start(marked, header, settle, release)
+		return a.start(marked, header, settle, release, probe)
 	}
 	// With a store, judge spends the budget, once the store has no verdict.
 	v, call, err := a.verdictCache.lookup(ctx, key, time.Now(), a.shared == nil, start)
 	switch {
 	case err != nil:
-		return a.unanswered(ctx, key, header, AuthRefused, err)
+		return a.unanswered(ctx, key, header, AuthRefused, err, nil)
 	case call == nil:
 		return v, AuthHit, nil
 	case marked == nil: // joined a call in flight
@@ -466,9 +472,21 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 	case err != nil && err == ctx.Err():
 		return authVerdict{}, AuthMiss, errorf("waiting for the End User token check: %w", err)
 	case err != nil:
-		return a.unanswered(ctx, key, header, AuthMiss, err)
+		// The call's failure carries the store's record of the token, as
+		// its flight read it (see judge): the check's one read of the store.
+		return a.unanswered(ctx, key, header, AuthMiss, err, &storeRecord{v: v, found: !v.expires.IsZero(), gen: gen})
 	}
 	return v, AuthMiss, nil
+}
+
+// storeRecord is what a check's call read of the token in the shared
+// store, for the check's fallback: v, the record, when found is set, and
+// the Forgets done before the check waited for the call (see
+// verdictCache.adopt).
+type storeRecord struct {
+	v     authVerdict
+	found bool
+	gen   uint64
 }
 
 // start starts the call that judges header. The call runs hosted code (the
@@ -476,11 +494,12 @@ func (a *Authenticator) verdict(ctx context.Context, key verdictKey, header stri
 // contains its panics and hangs; its failures are
 // ErrAuthenticationUnavailable, and a panic's value is redacted of the End
 // User's credential and the Client's.
-func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict] {
+func (a *Authenticator) start(ctx context.Context, header string, settle func(context.Context, authVerdict, error) func(), release func(), probe bool) *flight[authVerdict] {
 	host := flightHost{what: "End User token check", logger: a.Client.logger, sentinel: ErrAuthenticationUnavailable,
 		redactor: func() *redactor { return newRedactor(append(a.Client.knownCredentials(), authForms(header)...)...) }}
 	return startFlight(fleet.KeepDeadline(ctx), host, a.timeout,
 		func(ctx context.Context) (authVerdict, error) {
+			ctx = withCheckRetries(ctx, a.breaker, probe)
 			if a.shared != nil {
 				ctx = fleet.WithBudget(ctx, a.Client.stores.Timeout, nil)
 			}
@@ -494,25 +513,39 @@ func (a *Authenticator) start(ctx context.Context, header string, settle func(co
 // stored one, else from the service, and then stored. With a store, the
 // replica that holds the token's lease asks the service; the others wait
 // for its verdict (see sharedVerdicts.await).
+//
+// When it has no verdict, the verdict it returns beside its error is the
+// store's record of the token as it read it (expired, and zero when there
+// was none): what the check may still let the token through stale on,
+// without reading the store again (see Authenticator.unanswered).
 func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, error) {
-	v, slot, ok := a.shared.await(ctx, header)
+	v, ok, turn := a.shared.await(ctx, header)
 	if ok {
 		return v, nil
 	}
+	record := turn.record
 	if a.shared != nil && !a.verdictCache.spend() {
-		return authVerdict{}, ErrOverMissBudget
+		a.shared.judgeWait(ctx, turn)
+		return record, ErrOverMissBudget
+	}
+	if checkRetries(ctx).held() {
+		// The breaker opened while this call read the store or waited on
+		// another replica's lease: only its probe calls the service now.
+		a.shared.judgeWait(ctx, turn)
+		return record, errHeld
 	}
 	start := time.Now()
 	auth, err := a.Client.Authenticate(ctx, header)
+	a.shared.judgeWait(ctx, turn) // before this replica stores its own verdict
 	if err != nil {
 		// Authenticate's errors have passed the redactor of the attempt.
 		a.Client.logger.LogAttrs(ctx, slog.LevelWarn, "management: End User token check failed: no verdict from the service",
 			slog.String("error", err.Error()))
-		return authVerdict{}, errorf("%w: %w", ErrAuthenticationUnavailable, err)
+		return record, errorf("%w: %w", ErrAuthenticationUnavailable, err)
 	}
 	v = a.verdictCache.verdict(auth, header, time.Now())
 	v.asked = true
-	a.shared.put(ctx, slot, auth, v)
+	a.shared.put(ctx, turn, auth, v)
 	a.shared.produced(time.Since(start))
 	return v, nil
 }
@@ -520,7 +553,12 @@ func (a *Authenticator) judge(ctx context.Context, header string) (authVerdict, 
 // Forget drops the cached verdict of the Authorization header value
 // authorization, as on sign-out: once the service has revoked the token,
 // the next check asks the service again instead of accepting the token for
-// the rest of CacheTTL. A check in flight for it when Forget runs still
+// the rest of CacheTTL. An authorization scheme is case-insensitive (RFC
+// 9110, 11.1): Forget drops the verdicts of every value whose scheme
+// differs from authorization's in ASCII case only (not Unicode's) and
+// whose credential is the same, here, on open streams (see Recheck) and
+// in the shared store, so that "bearer T" does not outlive the sign-out
+// of "Bearer T". A check in flight for it when Forget runs still
 // answers the requests already waiting, but its verdict is not cached, and
 // later checks make a call of their own. With a SharedStore, the fleet
 // forgets it too (ctx bounds that): Forget gives the token a new epoch in

@@ -506,13 +506,13 @@ func TestAuthenticatorCacheBounded(t *testing.T) {
 	}
 	a.mu.Lock()
 	n, inflight := a.cache.Len(), len(a.inflight)
-	newest, _ := a.cache.Peek(sha256.Sum256([]byte(fmt.Sprintf("Bearer random-%d", tokens-1)))) // the key is the digest
+	newest, _ := a.get(headerDigest(fmt.Sprintf("Bearer random-%d", tokens-1)))
 	a.mu.Unlock()
 	if n != size || inflight != 0 {
 		t.Errorf("cache holds %d entries and %d calls in flight, want %d and 0", n, inflight, size)
 	}
 	if !errors.Is(newest.err, ErrInvalidToken) {
-		t.Errorf("the newest token's verdict = %v, want it cached by its SHA-256", newest.err)
+		t.Errorf("the newest token's verdict = %v, want it cached by its digest", newest.err)
 	}
 	if calls := script.callsFor(""); calls != tokens {
 		t.Errorf("%d calls, want %d", calls, tokens)
@@ -523,7 +523,7 @@ func TestAuthenticatorCacheBounded(t *testing.T) {
 	// The default bound: one more entry than it holds evicts one.
 	d.mu.Lock()
 	for i := range defaultAuthCacheSize + 1 {
-		d.cache.Add([sha256.Size]byte{byte(i), byte(i >> 8), 1}, authVerdict{})
+		d.cache.Add([sha256.Size]byte{byte(i), byte(i >> 8), 1}, spellings{{}})
 	}
 	n = d.cache.Len()
 	d.mu.Unlock()

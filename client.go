@@ -344,7 +344,9 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 		if err != nil {
 			return nil, tok, &TransportError{Method: req.method, Path: req.path, Err: withoutURL(err, req.url)}
 		}
+		tried := time.Now()
 		resp, err := c.sendOnce(ctx, req, hr, tok, why)
+		took := time.Since(tried)
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
@@ -379,6 +381,10 @@ func (c *Client) send(ctx context.Context, req *request, auth authorizer, why Re
 		wait, giveUp := c.pauses.turn(route, now, deadline, retryWait(c.waitMin, c.waitMax, n-1, resp, now))
 		if giveUp {
 			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, the wait would pass the deadline", req, n, status, slog.Duration("wait", wait))
+			return final(err)
+		}
+		if why := checkRetries(ctx).stop(now.Add(wait+took), deadline); why != "" {
+			c.logAttempt(ctx, slog.LevelInfo, "management: not retrying, "+why, req, n, status, slog.Duration("wait", wait))
 			return final(err)
 		}
 		req.waited += wait
@@ -573,8 +579,14 @@ func (c *Client) decode(req *request, resp *http.Response, out any) error {
 	body := &req.answer
 	*body = limitedBody{r: resp.Body, left: c.maxBody, keep: !req.secret}
 	err := decodeJSON(body, out)
-	if body.over {
+	switch {
+	case body.over:
 		err = errorf("%w (limit %d bytes)", ErrResponseTooLarge, c.maxBody)
+	case err != nil && body.cut != nil:
+		// Not the body the service sent: the network cut it (the decoder
+		// may say "unexpected EOF" as it does for truncated JSON; here the
+		// read itself failed).
+		err = &cutBodyError{body.cut}
 	}
 	if err == nil {
 		return nil
@@ -637,6 +649,27 @@ func decodeJSON(r io.Reader, out any) error {
 // bodyDecoder is an out that decodes a body its own way.
 type bodyDecoder interface{ decode(r io.Reader) error }
 
+// cutBodyError is the decoding error of a body whose read failed: the
+// connection was cut in the middle of the answer (io.ErrUnexpectedEOF, a
+// reset), not a malformed answer. It matches errBodyCut, and its read
+// error.
+type cutBodyError struct{ err error }
+
+func (e *cutBodyError) Error() string {
+	return "the body was cut short: " + e.err.Error()
+}
+
+// Unwrap returns the read's error.
+func (e *cutBodyError) Unwrap() error { return e.err }
+
+// Is reports whether target is errBodyCut.
+func (e *cutBodyError) Is(target error) bool { return target == errBodyCut }
+
+// errBodyCut is matched by a cutBodyError, through a *DecodeError and its
+// redacted copy: for the Authenticator, an answer the network cut is no
+// answer (see unreachable).
+var errBodyCut = errors.New("body cut")
+
 // errEmptyBody is decodeJSON's error for a body with no JSON value.
 var errEmptyBody = errors.New("empty body")
 
@@ -686,6 +719,7 @@ type limitedBody struct {
 	left  int64 // bytes that may still be read
 	over  bool  // the body had more than the limit
 	ended bool  // the body was read to its end
+	cut   error // the read of the body failed (the connection was cut): its error
 	keep  bool  // whether head records the body
 	past  bool  // more was read than head holds
 	head  [maxDecodeErrorRead]byte
@@ -704,6 +738,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
 	b.ended = b.ended || err == io.EOF
+	if err != nil && err != io.EOF && b.cut == nil {
+		b.cut = err
+	}
 	if b.keep {
 		k := copy(b.head[b.nhead:], p[:n])
 		b.nhead += k

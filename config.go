@@ -120,14 +120,21 @@ type Config struct {
 	// Authenticator.SharedStore): past it, the SDK abandons the operation,
 	// whatever the store does with its context, and goes on without it.
 	// A call or a check waits for the store at most this long in all (or
-	// half its time left, if less), however many operations it makes. A
-	// store operation that fails or times out opens the Client's breaker:
-	// its calls and checks go on as without a store for a cool-down of
-	// about this long, doubling while the one probe at a time (in the
-	// background) fails, up to 30 s (see BreakerSharedStore). 0: 150ms,
-	// two to five times the 99.9th percentile of a GET on a loaded host: a
-	// hung store costs a replica about one SharedStoreTimeout, not one per
-	// call.
+	// half its time left, if less), however many operations it makes. The
+	// Client's breaker judges the store by what each operation did within
+	// twice this long of its start, however long its caller waited: an
+	// answer, however slow, is no failure; an error, or no answer in that
+	// time, is. 3
+	// failures in a row (8 answers take one failure off a run rather than
+	// end it, so that a store failing on part of its keys counts too) open
+	// the breaker: calls and checks go on as without a store for a
+	// cool-down of about this long, doubling while the one probe at a time
+	// (in the background) fails, up to 30 s (see BreakerSharedStore). A
+	// timeout now and then on a loaded host, among answers, leaves the
+	// store in use. 0: 200ms, above the 99th percentile of an operation on
+	// a busy host (the CPU's delays included): a hung store costs a replica
+	// about one SharedStoreTimeout (the operations started in it time out
+	// together), not one per call.
 	SharedStoreTimeout time.Duration
 
 	// fromEnv is the Config as ConfigFromEnv returned it; nil for one

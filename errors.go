@@ -33,7 +33,8 @@ var (
 	ErrInvalidClient = errors.New("management: invalid client credentials")
 	// ErrUnsupportedGrantType: the token endpoint refused the grant type.
 	ErrUnsupportedGrantType = errors.New("management: unsupported grant type")
-	// ErrRateLimited: the service still answered 429 after the retries.
+	// ErrRateLimited: the service (or its token endpoint) still answered
+	// 429 after the retries.
 	ErrRateLimited = errors.New("management: rate limited")
 	// ErrInvalidArgument: an argument was refused before any request was sent.
 	ErrInvalidArgument = errors.New("management: invalid argument")
@@ -149,12 +150,17 @@ func (e *APIError) hasReason(reason string, status int) bool {
 }
 
 // TokenError is a failure of the token endpoint in its OAuth 2.0 shape,
-// {error, error_description}, or, with an empty Code, an answer of the
-// token request without that shape (a 404, an HTML page, ...; but a 429 or
-// 5xx, more likely an outage, is an *APIError, and a redirect too). Such an
-// answer is not the token endpoint's: the request went to the wrong place,
-// so it matches ErrMisconfigured, never ErrNotFound or ErrUnauthorized.
-// Its body is never kept: token answers can carry credentials.
+// {error, error_description}, with its status, code ("invalid_client",
+// "temporarily_unavailable", ...) and Retry-After as sent; a 429 matches
+// ErrRateLimited, as an *APIError does. With an empty Code, it is an
+// answer of the token request without that shape (a 404, an HTML page,
+// ...; but a 429 or 5xx without it, more likely an outage, is an
+// *APIError, and a redirect too). Such an answer is not the token
+// endpoint's: the request went to the wrong place, so it matches
+// ErrMisconfigured, never ErrNotFound or ErrUnauthorized. Its body is
+// never kept: token answers can carry credentials. A 5xx or 429, in
+// either shape, is an outage for Authenticator.StaleIfError and its
+// breaker, not an answer.
 type TokenError struct {
 	StatusCode  int
 	Code        string // "invalid_client", "unsupported_grant_type", ...; "" without the OAuth 2.0 shape
@@ -216,13 +222,16 @@ func writeWithheld(b *strings.Builder, body []byte, n int64, contentType string)
 }
 
 // Is reports whether e stands for target: ErrInvalidClient or
-// ErrUnsupportedGrantType by code, ErrMisconfigured without a code.
+// ErrUnsupportedGrantType by code, ErrRateLimited by status 429,
+// ErrMisconfigured without a code.
 func (e *TokenError) Is(target error) bool {
 	switch target {
 	case ErrInvalidClient:
 		return e.Code == "invalid_client"
 	case ErrUnsupportedGrantType:
 		return e.Code == "unsupported_grant_type"
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests
 	case ErrMisconfigured:
 		return e.Code == ""
 	}
@@ -232,7 +241,11 @@ func (e *TokenError) Is(target error) bool {
 // DecodeError reports a 2xx answer whose body could not be read or decoded:
 // not JSON, truncated, of the wrong shape or with values the API does not
 // allow, or larger than Config.MaxResponseBytes (then it wraps
-// ErrResponseTooLarge).
+// ErrResponseTooLarge). A body the network cut short (its read failed, as
+// with io.ErrUnexpectedEOF or a reset connection) wraps the read's error,
+// and is no answer for Authenticator.StaleIfError and its breaker: an
+// outage, as a transport error is; a complete body that is not the
+// documented JSON is an answer.
 type DecodeError struct {
 	Method     string
 	Path       string // below the path prefix, escaped, without the query string; a next_page link's path redacted

@@ -45,14 +45,16 @@ func DocumentedDefaults() map[string]any {
 		"calls without an answer before the authenticate breaker opens": authBreakerThreshold,
 		"the authenticate breaker's cool-down, first and longest":       authCoolDown.String() + " to " + authMaxCoolDown.String(),
 
-		"the lease on refreshing the token":                  tokenLease,
-		"the lease on asking about an End User token":        verdictLease,
-		"an in-process verdict, with a shared store":         auth.firstLevel,
-		"a Client's store operations running":                fleet.MaxCalls,
-		"the store breaker's longest cool-down":              storeMaxCoolDown,
-		"leases waited out before lease waits stop":          fleet.LeaseWaitsOut,
-		"lease waits stopped, first and longest":             fleet.LeaseCoolDown.String() + " to " + fleet.LeaseMaxCoolDown.String(),
-		"reads of a key per second while waiting on a lease": maxPollsPerSecond(),
+		"the lease on refreshing the token":                         tokenLease,
+		"the lease on asking about an End User token":               verdictLease,
+		"an in-process verdict, with a shared store":                auth.firstLevel,
+		"a Client's store operations running":                       fleet.MaxCalls,
+		"the store breaker's longest cool-down":                     storeMaxCoolDown,
+		"store failures before the store breaker opens":             storeFailures,
+		"answers that take one failure off the store breaker's run": storeForgive,
+		"leases waited out before lease waits stop":                 fleet.LeaseWaitsOut,
+		"lease waits stopped, first and longest":                    fleet.LeaseCoolDown.String() + " to " + fleet.LeaseMaxCoolDown.String(),
+		"reads of a key per second while waiting on a lease":        maxPollsPerSecond(),
 	}
 }
 

@@ -25,6 +25,7 @@ type testFleet struct {
 	store   *memStore
 	revoked atomic.Bool  // the authenticate endpoint answers invalid from now on
 	authn   atomic.Int32 // authenticate calls
+	slow    atomic.Int64 // how long the authenticate endpoint takes to answer (a time.Duration)
 	tokens  atomic.Int32 // token requests
 	life    int          // the tokens' lifetime in seconds
 	mts     map[*Client]*httpmock.MockTransport
@@ -45,6 +46,7 @@ func (f *testFleet) replica(cfg Config, budget MissBudget) (*Client, *Authentica
 	})
 	mt.RegisterResponder(http.MethodPost, mockPrefix+"/authenticate", func(*http.Request) (*http.Response, error) {
 		f.authn.Add(1)
+		time.Sleep(time.Duration(f.slow.Load()))
 		if f.revoked.Load() {
 			return httpmock.NewJsonResponse(http.StatusOK, map[string]any{"is_token_valid": false})
 		}
@@ -115,13 +117,28 @@ func TestSharingGoesOnAfterForget(t *testing.T) {
 	if _, err := checkToken(ctx, a, "eu-1"); err != nil {
 		t.Fatal(err)
 	}
-	legacy := a.Client.seal.LegacyVerdictKey("Bearer eu-1") // as a replica not yet upgraded stored it
+	seal := a.Client.seal
+	legacy := seal.LegacyVerdictKey("Bearer eu-1") // as a replica not yet upgraded stored it
 	f.store.put(legacy, []byte("sealed"), time.Minute)
+	unfolded := seal.UnfoldedVerdictStem("Bearer eu-1") // as a replica of the layout before spellings stored it
+	f.store.put(unfolded, []byte("sealed"), time.Minute)
 	if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(f.store.keys(), legacy) {
 		t.Error("Forget left the verdict of the layout before hash tags")
+	}
+	if slices.Contains(f.store.keys(), unfolded) {
+		t.Error("Forget left the verdict of the layout before spellings")
+	}
+	// The layout before spellings reads the epoch of the value as
+	// received: set for "Bearer eu-1", and one with the lower-case
+	// scheme's ("bearer eu-1"), so that replicas not yet upgraded honour
+	// the Forget for both spellings.
+	for _, h := range []string{"Bearer eu-1", "bearer eu-1"} {
+		if !slices.Contains(f.store.keys(), seal.UnfoldedVerdictStem(h)+":epoch") {
+			t.Errorf("no epoch for %q where a replica of the layout before spellings reads it", h)
+		}
 	}
 	if _, err := checkToken(ctx, a, "eu-1"); err != nil { // asks again, stores under the new epoch
 		t.Fatal(err)
@@ -182,7 +199,7 @@ func TestCheckAfterForgetDoesNotWaitOnTheOldLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newTestFleet(t)
 		c, a := f.replica(Config{}, MissBudget{})
-		f.store.squat(c.seal.VerdictStem("Bearer eu-1")+":lease", time.Minute) // B, asking the service
+		f.store.squat(c.seal.VerdictSlot("Bearer eu-1")+":lease", time.Minute) // B, asking the service
 		ctx := context.Background()
 		if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
 			t.Fatal(err)

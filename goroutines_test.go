@@ -19,7 +19,7 @@ import (
 func TestEveryGoroutineRecovers(t *testing.T) {
 	want := map[string]int{
 		"startFlight":          2, // the call's goroutine and the abandon timer: TestPanicChild/Logger_panics/{while the flight logs a panic,in the abandon timer}
-		"run":                  1, // internal/fleet's store call: TestPanicChild/{shared store panics,Logger_panics/while a store call logs its panic}
+		"run":                  3, // internal/fleet's store call, its caller's context ending it, and the judgement of one its caller left: TestPanicChild/{shared store panics,Logger_panics/{while a store call logs its panic,in the judgement of a store call its caller left}}
 		"Guard.probe":          1, // internal/fleet's breaker probe: TestPanicChild/Logger_panics/in the breaker's probe
 		"sharedTokens.token":   1, // the write-back: TestPanicChild/Logger_panics/in the token write-back
 		"sharedVerdicts.await": 1, // the lease's unlock: TestPanicChild/Logger_panics/in the verdict lease's unlock

@@ -70,7 +70,7 @@ func TestDeadVerdictLeaseWaitsBriefly(t *testing.T) {
 				if _, err := c.Users.Get(context.Background(), "u-1"); err != nil {
 					t.Fatal(err)
 				}
-				f.store.squat(c.seal.VerdictStem("Bearer eu-1")+":lease", time.Minute)
+				f.store.squat(c.seal.VerdictSlot("Bearer eu-1")+":lease", time.Minute)
 				ctx := context.Background()
 				if tc.deadline > 0 {
 					var cancel context.CancelFunc
@@ -101,8 +101,8 @@ func TestLeaseWaitersPollSlowly(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait() // the token stored, its lease released
-		stem := c.seal.VerdictStem("Bearer eu-1")
-		f.store.squat(stem+":lease", time.Minute)
+		stem, slot := c.seal.VerdictStem("Bearer eu-1"), c.seal.VerdictSlot("Bearer eu-1")
+		f.store.squat(slot+":lease", time.Minute)
 		var mu sync.Mutex
 		at := map[string][]time.Duration{}
 		start := time.Now()
@@ -138,7 +138,7 @@ func TestLeaseWaitersPollSlowly(t *testing.T) {
 		if total > 3*(3+20) { // each Authenticator: the epoch, its last round and its write
 			t.Errorf("%d store calls for one token in a second's wait; want at most %d: %v", total, 3*(3+20), at)
 		}
-		lease := at[stem+":lease"]
+		lease := at[slot+":lease"]
 		gaps := map[time.Duration]bool{}
 		for i, polled := 1, 0; i < len(lease) && lease[i] < verdictLease; i++ {
 			if lease[i] == 0 { // each wait's first round comes when it starts, its last when it ends
@@ -171,7 +171,7 @@ func TestLeaseWaitEndsOnReadError(t *testing.T) {
 		f := newTestFleet(t)
 		c, a := f.replica(Config{}, MissBudget{})
 		f.store.squat(c.seal.ManagementTokenLeaseKey(), tokenLease)
-		f.store.squat(c.seal.VerdictStem("Bearer eu-1")+":lease", time.Minute)
+		f.store.squat(c.seal.VerdictSlot("Bearer eu-1")+":lease", time.Minute)
 		f.store.setHook(func(_ context.Context, op, key string) error {
 			if op == "get" && !strings.HasSuffix(key, ":epoch") {
 				return errors.New("the value's node is down")

@@ -3,6 +3,7 @@ package management
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -149,19 +150,56 @@ func testLoggerPanics(t *testing.T) {
 				}
 				return nil
 			}
-			c := checkWithStore(t, cfg(panickingLogger("answering again"), serviceTransport(nil)), hook) // opens the breaker
-			down.Store(false)
-			time.Sleep(time.Second) // past the cool-down
+			c, err := NewClient(cfg(panickingLogger("answering again"), serviceTransport(nil)))
+			must(t, err)
 			store := newMemStore()
 			store.hook = hook
 			a := &Authenticator{Client: c, SharedStore: store}
-			if _, err := a.Check(checkRequest("Bearer eu-2")); err != nil { // starts the probe
+			for i := range storeFailures { // failures in a row open the breaker
+				if _, err := a.Check(checkRequest(fmt.Sprint("Bearer eu-", i))); err != nil {
+					t.Error(err)
+				}
+			}
+			if !c.stores.Breaker.IsOpen() {
+				t.Fatal("the store's failures did not open the breaker")
+			}
+			down.Store(false)
+			time.Sleep(time.Second)                                             // past the cool-down
+			if _, err := a.Check(checkRequest("Bearer eu-probe")); err != nil { // starts the probe
 				t.Error(err)
 			}
 			synctest.Wait()
 			if c.stores.Breaker.IsOpen() {
 				t.Error("the probe's success did not close the breaker")
 			}
+		})
+	})
+	// A store call its caller left early (its budget spent) is judged
+	// when its time is up, by a timer (context.AfterFunc): the third such
+	// timeout opens the breaker, which logs.
+	t.Run("in the judgement of a store call its caller left", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			release := make(chan struct{})
+			store := newMemStore()
+			store.hook = func(context.Context, string, string) error { <-release; return nil }
+			c, err := NewClient(cfg(panickingLogger("shared store failing"), serviceTransport(nil)))
+			must(t, err)
+			a := &Authenticator{Client: c, SharedStore: store}
+			for i := range storeFailures {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // a budget of 50ms
+				r := checkRequest(fmt.Sprint("Bearer eu-", i)).WithContext(ctx)
+				if _, err := a.Check(r); err != nil {
+					t.Error(err)
+				}
+				cancel()
+			}
+			time.Sleep(2 * defaultSharedStoreTimeout) // the calls' time is up
+			synctest.Wait()
+			if !c.stores.Breaker.IsOpen() {
+				t.Error("three store calls without an answer in their time did not open the breaker")
+			}
+			close(release)
+			synctest.Wait()
 		})
 	})
 	// The store call's goroutine logs the store's panic.

@@ -30,24 +30,36 @@ const (
 var errHeld = errors.New("calls to the service got no answer in a row: it is not called during a cool-down")
 
 // unreachable reports whether err, why a check got no verdict, says that
-// the service could not answer: no answer (a transport error, a timeout,
-// the call left behind at Timeout), a 5xx or a 429, or the Authenticator's
-// own bounds. A 4xx other than 429, a redirect, an answer that is not the
-// API's or is malformed are answers; a panic of hosted code is a bug.
+// the service could not answer, judged by what happened rather than by the
+// error's type: no answer (a transport error, a timeout, the call left
+// behind at Timeout), an answer whose body the network cut (errBodyCut), a
+// 5xx or a 429 from the authenticate or the token endpoint in either error
+// shape, or the Authenticator's own bounds. A 4xx other than 429, a
+// redirect, an answer that is not the API's or is malformed (complete, but
+// not the documented JSON) are answers; a panic of hosted code is a bug.
 func unreachable(err error) bool {
 	var api *APIError
+	var token *TokenError
 	var transport *TransportError
 	switch {
 	case panicked(err):
 		return false
-	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget):
+	case errors.Is(err, ErrTooManyChecks), errors.Is(err, ErrOverMissBudget), errors.Is(err, errBodyCut):
 		return true
 	case errors.As(err, &api):
-		return api.StatusCode >= 500 || api.StatusCode == http.StatusTooManyRequests
+		return outageStatus(api.StatusCode)
+	case errors.As(err, &token):
+		return outageStatus(token.StatusCode)
 	case errors.As(err, &transport):
 		return true
 	}
 	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// outageStatus reports whether status says that the service cannot answer
+// just now: a 5xx or a 429.
+func outageStatus(status int) bool {
+	return status >= 500 || status == http.StatusTooManyRequests
 }
 
 // panicked reports whether err is a call's whose hosted code panicked. The
@@ -62,7 +74,10 @@ func panicked(err error) bool {
 // for err, with outcome so far: a stale pass when StaleIfError allows one,
 // a verdict another replica stored when the service was not asked, else
 // err, carrying the rest of the breaker's cool-down while it is open.
-func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header string, outcome AuthOutcome, err error) (authVerdict, AuthOutcome, error) {
+// called is the store's record as the check's call read it, nil for a
+// check that made no call: with a store, a check reads it once, within
+// one SharedStoreTimeout, so that the fallback does not read it again.
+func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header string, outcome AuthOutcome, err error, called *storeRecord) (authVerdict, AuthOutcome, error) {
 	held := err == errHeld
 	switch {
 	case ctx.Err() != nil && held:
@@ -78,15 +93,19 @@ func (a *Authenticator) unanswered(ctx context.Context, key verdictKey, header s
 	}
 	// With a store, the fleet's record: a grace a replica confirmed, or,
 	// for a check that made no call, a verdict another replica stored
-	// since this check's flight read the store.
+	// since. A check whose call read the store uses what it read.
 	if a.shared != nil && (held || a.grace > 0) {
-		gen := a.verdictCache.generation()
-		if v, found := a.shared.peek(ctx, header); found {
-			switch use, first := a.verdictCache.adopt(key, v, gen, time.Now()); use {
+		r := called
+		if r == nil {
+			r = &storeRecord{gen: a.verdictCache.generation()}
+			r.v, r.found = a.shared.peek(ctx, header)
+		}
+		if r.found {
+			switch use, first := a.verdictCache.adopt(key, r.v, r.gen, time.Now(), called != nil); use {
 			case useFresh:
-				return v, AuthMiss, nil
+				return r.v, AuthMiss, nil
 			case useStale:
-				return a.stalePass(ctx, v, first), AuthStale, nil
+				return a.stalePass(ctx, r.v, first), AuthStale, nil
 			}
 		}
 	}
@@ -119,7 +138,7 @@ func (a *Authenticator) stalePass(ctx context.Context, v authVerdict, first bool
 func (a *Authenticator) called(ctx context.Context, t fleet.Ticket, v authVerdict, err error) (report func()) {
 	failed := false
 	switch {
-	case err == nil && !v.asked, err == ErrOverMissBudget, err != nil && panicked(err):
+	case err == nil && !v.asked, err == ErrOverMissBudget, err == errHeld, err != nil && panicked(err):
 		t.Abstained() // the service was not asked, or says nothing
 		return nil
 	case err != nil && unreachable(err):

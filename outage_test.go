@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -740,7 +742,7 @@ func TestHeldCheckTakesTheProbesAnswer(t *testing.T) {
 		a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: -1, Logger: slog.New(&logs)}), CacheTTL: 10 * time.Second, StaleIfError: time.Minute}
 		wantPass(t, a, "eu-alice", alice) // the probe's answer, cached as it settled
 		const header = "Bearer eu-alice"
-		v, outcome, err := a.unanswered(context.Background(), headerDigest(header), header, AuthRefused, errHeld)
+		v, outcome, err := a.unanswered(context.Background(), headerDigest(header), header, AuthRefused, errHeld, nil)
 		if err != nil || v.err != nil || v.user != alice || outcome != AuthMiss {
 			t.Errorf("the held check ended with %+v (outcome %v), %v; want the probe's fresh answer, %+v", v.user, outcome, err, alice)
 		}
@@ -929,6 +931,251 @@ func TestForgetEpochOutlivesTheGrace(t *testing.T) {
 		}
 		if !found {
 			t.Fatal("Forget set no epoch")
+		}
+	})
+}
+
+// cutResponder answers status with a JSON body of which the connection
+// delivers only the start, then fails: io.ErrUnexpectedEOF, as net/http
+// reports a body shorter than its Content-Length.
+func cutResponder(status int, start string) httpmock.Responder {
+	return func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+			ContentLength: int64(len(start)) + 100, Request: r,
+			Body: io.NopCloser(io.MultiReader(strings.NewReader(start), iotest.ErrReader(io.ErrUnexpectedEOF)))}, nil
+	}
+}
+
+// "Cannot answer" is judged by what happened, not by the error's type:
+// once the management token has expired, the token endpoint's 503 and 429
+// in its OAuth 2.0 shape ({"error": "temporarily_unavailable"}), and a 200
+// whose body the connection cut, from the token endpoint or the
+// authenticate endpoint, are outages: a confirmed End User passes stale,
+// and calls that end so open the breaker.
+func TestOutagesOfEveryShape(t *testing.T) {
+	oauth := func(status int) httpmock.Responder {
+		return jsonResponder(status, map[string]any{"error": "temporarily_unavailable", "error_description": "down for maintenance"}).
+			HeaderSet(http.Header{"Retry-After": {"1"}})
+	}
+	for _, tc := range []struct {
+		name         string
+		token, authn httpmock.Responder // nil: as when up
+	}{
+		{name: "token endpoint 503 in the OAuth shape", token: oauth(http.StatusServiceUnavailable)},
+		{name: "token endpoint 429 in the OAuth shape", token: oauth(http.StatusTooManyRequests)},
+		{name: "token endpoint 200 cut", token: cutResponder(http.StatusOK, `{"access_token":"mgmt-tok`)},
+		{name: "authenticate 200 cut", authn: cutResponder(http.StatusOK, `{"is_token_valid":tr`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newOutageService()
+				c, mt := setup(t, Config{MaxRetries: -1})
+				var down atomic.Bool
+				tokens := jsonResponder(http.StatusOK, map[string]any{"access_token": mockToken, "token_type": "Bearer", "expires_in": 60})
+				mt.RegisterResponder(http.MethodPost, tokenURL, func(r *http.Request) (*http.Response, error) {
+					if down.Load() && tc.token != nil {
+						return tc.token(r)
+					}
+					return tokens(r)
+				})
+				mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+					if down.Load() && tc.authn != nil {
+						return tc.authn(r)
+					}
+					return svc.respond(r)
+				})
+				a := &Authenticator{Client: c, CacheTTL: 10 * time.Second, StaleIfError: 5 * time.Minute}
+				wantPass(t, a, "eu-alice", alice)
+				time.Sleep(2 * time.Minute) // the verdict and the management token have expired
+				down.Store(true)
+				wantPass(t, a, "eu-alice", stale(alice))
+				for i := range authBreakerThreshold - 1 { // with alice's, calls that got no answer
+					wantUnavailable(t, a, fmt.Sprint("eu-", i))
+				}
+				synctest.Wait()
+				if !a.breaker.IsOpen() {
+					t.Errorf("the breaker is closed after %d calls that got no answer; want it open", authBreakerThreshold)
+				}
+			})
+		})
+	}
+}
+
+// A check waits for the store once, within one SharedStoreTimeout, its
+// fallback included: the record its call read at the start serves the
+// stale pass, rather than a second read with a budget of its own (a check
+// waited 2 s against a SharedStoreTimeout of 1 s). With a store too slow
+// for that read, the check fails closed after one SharedStoreTimeout.
+func TestOneStoreBudgetPerCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   time.Duration // what each store operation takes
+	}{{"store answering", 0}, {"store slow", 600 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newOutageService()
+				store := newMemStore()
+				cfg := Config{SharedStoreTimeout: time.Second}
+				wantPass(t, fleetReplica(t, svc, store, cfg), "eu-alice", alice) // the record
+				time.Sleep(11 * time.Second)                                     // the verdict has expired, within the grace
+				svc.set("503")
+				a := fleetReplica(t, svc, store, cfg)
+				store.setHook(func(context.Context, string, string) error {
+					time.Sleep(tc.op) // ignoring its context, as a busy network client
+					return nil
+				})
+				store.resetCalls()
+				start := time.Now()
+				u, err := checkToken(context.Background(), a, "eu-alice")
+				if took := time.Since(start); took > time.Second {
+					t.Errorf("the check took %v; want at most one SharedStoreTimeout, 1s", took)
+				}
+				switch {
+				case tc.op == 0 && (err != nil || *u != stale(alice)):
+					t.Errorf("check = %+v, %v; want alice let through stale", u, err)
+				case tc.op > 0 && !errors.Is(err, ErrAuthenticationUnavailable):
+					t.Errorf("check = %+v, %v; want ErrAuthenticationUnavailable (the store could not be read in time)", u, err)
+				}
+				if n := store.callsTo(":epoch"); n != 1 {
+					t.Errorf("the token's epoch was read %d times; want once", n)
+				}
+				time.Sleep(time.Second) // the operations left running
+			})
+		})
+	}
+}
+
+// An Authenticator's call stops retrying once it cannot help the check:
+// the breaker's probe, run while the breaker is open, tries once (it made
+// the Client's 5 attempts, 4 "retrying" lines, each probe); and a call
+// whose next attempt, as long as the last, would end past Timeout does
+// not start it, and fails at once rather than at Timeout.
+func TestCheckRetriesStopWhenTheyCannotHelp(t *testing.T) {
+	t.Run("the probe", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			svc := newOutageService()
+			a := &Authenticator{Client: svc.replica(t, Config{MaxRetries: 4})}
+			svc.set("503")
+			for i := range authBreakerThreshold {
+				wantUnavailable(t, a, fmt.Sprint("eu-", i))
+			}
+			synctest.Wait()
+			if !a.breaker.IsOpen() {
+				t.Fatal("the breaker did not open")
+			}
+			time.Sleep(a.breaker.Remaining())
+			before := svc.callCount()
+			heldError(t, a, "eu-probe") // starts the probe
+			time.Sleep(a.timeout)       // the probe and any retries have ended
+			if n := svc.callCount() - before; n != 1 {
+				t.Errorf("the probe made %d attempts; want 1", n)
+			}
+		})
+	})
+	t.Run("Timeout cannot fit another try", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, mt := setup(t, Config{MaxRetries: 4, RetryWaitMin: 250 * time.Millisecond, RetryWaitMax: time.Second})
+			attempts := 0
+			mt.RegisterResponder(http.MethodPost, authnEndpoint, func(r *http.Request) (*http.Response, error) {
+				attempts++
+				time.Sleep(2 * time.Second) // a 503 that takes 2 s
+				return jsonResponder(http.StatusServiceUnavailable, map[string]any{"reason": "SERVICE.UNAVAILABLE", "error_message": ""})(r)
+			})
+			a := &Authenticator{Client: c} // Timeout 5s
+			start := time.Now()
+			err := wantUnavailable(t, a, "eu-alice")
+			// 2 s, 250 ms, 2 s: a third attempt would end past 5 s.
+			if took := time.Since(start); took != 4250*time.Millisecond || attempts != 2 {
+				t.Errorf("the check failed after %v and %d attempts; want 4.25s and 2", took, attempts)
+			}
+			var api *APIError
+			if !errors.As(err, &api) || api.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("err = %v; want the last answer, 503", err)
+			}
+		})
+	})
+}
+
+// The record a check's call read as it started serves that check's stale
+// pass however late the call fails: with the service hanging and a
+// Timeout of 8 s, the record is 8 s old when the call fails, past the 5 s
+// any replica keeps a record for later checks, and the confirmed End User
+// passes stale rather than being refused (on a busy host, a call that
+// failed at its Timeout found the record it read expired by a few
+// milliseconds).
+func TestOwnRecordServesALateFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		wantPass(t, fleetReplica(t, svc, store, Config{}), "eu-alice", alice) // the record
+		time.Sleep(11 * time.Second)                                          // past CacheTTL
+		svc.set("hang")
+		a := fleetReplica(t, svc, store, Config{})
+		a.Timeout = 8 * time.Second
+		start := time.Now()
+		wantPass(t, a, "eu-alice", stale(alice))
+		if took := time.Since(start); took != 8*time.Second {
+			t.Errorf("the check took %v; want Timeout, 8s", took)
+		}
+	})
+}
+
+// A replica whose own latest answer on a token is newer than the store's
+// record (its write was lost, or an older answer overwrote it) lets the
+// token through stale on the record its check read, the grace counting
+// from its own answer: at the onset of an outage, checks of tokens a
+// replica had confirmed itself were refused, as if that newer answer voided
+// the record.
+func TestNewerConfirmationHereKeepsTheRecordUsable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		wantPass(t, fleetReplica(t, svc, store, Config{}), "eu-alice", alice) // the store's record, answered now
+		time.Sleep(11 * time.Second)
+		a := fleetReplica(t, svc, store, Config{})
+		store.setHook(failingOn("set"))
+		wantPass(t, a, "eu-alice", alice) // a asks itself; its newer answer is not stored
+		store.setHook(nil)
+		time.Sleep(11 * time.Second) // past CacheTTL and a's 5 s grace cap, within StaleIfError
+		svc.set("503")
+		wantPass(t, a, "eu-alice", stale(alice))
+	})
+}
+
+// Once the breaker is open only its probe calls the service: a check's
+// call that started before it opened, and was still waiting on another
+// replica's lease when it did, does not call the service then (two calls
+// ran at once on one replica while its breaker was open, in the fleet
+// harness); the check ends as the breaker holds it.
+func TestCallStartedBeforeTheBreakerOpenedDoesNotCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc, store := newOutageService(), newMemStore()
+		a := fleetReplica(t, svc, store, Config{})
+		wantPass(t, a, "eu-bob", EndUser{ID: "u-bob", Role: RoleAppUser}) // a is set up
+		svc.set("503")
+		store.squat(a.Client.seal.VerdictSlot("Bearer eu-alice")+":lease", time.Minute) // another replica asks about alice
+		done := make(chan error, 1)
+		go func() {
+			_, err := checkToken(context.Background(), a, "eu-alice") // waits on the lease, up to 1 s
+			done <- err
+		}()
+		time.Sleep(10 * time.Millisecond)
+		for i := range authBreakerThreshold {
+			wantUnavailable(t, a, fmt.Sprint("eu-", i))
+		}
+		synctest.Wait()
+		if !a.breaker.IsOpen() {
+			t.Fatal("the breaker did not open")
+		}
+		err := <-done
+		var held *AuthenticationUnavailableError
+		if !errors.As(err, &held) {
+			t.Errorf("the check waiting on the lease: %v; want the breaker's refusal", err)
+		}
+		svc.mu.Lock()
+		defer svc.mu.Unlock()
+		for _, c := range svc.calls {
+			if c.header == "Bearer eu-alice" {
+				t.Errorf("a call about alice at %v, the breaker open", c.start)
+			}
 		}
 	})
 }

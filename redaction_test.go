@@ -196,12 +196,12 @@ func TestConfigShowsEffectiveValues(t *testing.T) {
 			cfg:  Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret},
 			str: `management.Config{BaseURL:"https://api.example.test", ClientID:REDACTED, ClientSecret:REDACTED, TokenSource:false, ` +
 				`MaxRetries:4, RetryWaitMin:250ms, RetryWaitMax:15s, RefreshMargin:lifetime/10, ` +
-				`PathPrefix:"/v2/api/management/service_connect", UnsetMarker:"$ServiceUnset$", AllowInsecureHTTP:false, MaxResponseBytes:33554432, SharedStore:false, SharedStoreTimeout:150ms}`,
+				`PathPrefix:"/v2/api/management/service_connect", UnsetMarker:"$ServiceUnset$", AllowInsecureHTTP:false, MaxResponseBytes:33554432, SharedStore:false, SharedStoreTimeout:200ms}`,
 			logValue: map[string]any{
 				"base_url": mockBaseURL, "client_id": "REDACTED", "client_secret": "REDACTED", "token_source": false,
 				"max_retries": 4.0, "retry_wait_min": "250ms", "retry_wait_max": "15s", "refresh_margin": "lifetime/10",
 				"path_prefix": defaultPathPrefix, "unset_marker": defaultUnsetMarker, "allow_insecure_http": false,
-				"max_response_bytes": float64(defaultMaxResponseBytes), "shared_store": false, "shared_store_timeout": "150ms",
+				"max_response_bytes": float64(defaultMaxResponseBytes), "shared_store": false, "shared_store_timeout": "200ms",
 			},
 		},
 		{
@@ -211,11 +211,11 @@ func TestConfigShowsEffectiveValues(t *testing.T) {
 				AllowInsecureHTTP: true, MaxResponseBytes: 1024},
 			str: `management.Config{BaseURL:"http://10.0.0.1", ClientID:"", ClientSecret:"", TokenSource:true, ` +
 				`MaxRetries:0, RetryWaitMin:1s, RetryWaitMax:1m0s, RefreshMargin:0s, ` +
-				`PathPrefix:"/api", UnsetMarker:"!unset", AllowInsecureHTTP:true, MaxResponseBytes:1024, SharedStore:false, SharedStoreTimeout:150ms}`,
+				`PathPrefix:"/api", UnsetMarker:"!unset", AllowInsecureHTTP:true, MaxResponseBytes:1024, SharedStore:false, SharedStoreTimeout:200ms}`,
 			logValue: map[string]any{
 				"base_url": "http://10.0.0.1", "client_id": `""`, "client_secret": `""`, "token_source": true,
 				"max_retries": 0.0, "retry_wait_min": "1s", "retry_wait_max": "1m0s", "refresh_margin": "0s",
-				"path_prefix": "/api", "unset_marker": "!unset", "allow_insecure_http": true, "max_response_bytes": 1024.0, "shared_store": false, "shared_store_timeout": "150ms",
+				"path_prefix": "/api", "unset_marker": "!unset", "allow_insecure_http": true, "max_response_bytes": 1024.0, "shared_store": false, "shared_store_timeout": "200ms",
 			},
 		},
 		{
@@ -223,12 +223,12 @@ func TestConfigShowsEffectiveValues(t *testing.T) {
 			cfg:  Config{BaseURL: mockBaseURL, ClientID: mockID, ClientSecret: mockSecret, MaxRetries: 7, RefreshMargin: 90 * time.Second},
 			str: `management.Config{BaseURL:"https://api.example.test", ClientID:REDACTED, ClientSecret:REDACTED, TokenSource:false, ` +
 				`MaxRetries:7, RetryWaitMin:250ms, RetryWaitMax:15s, RefreshMargin:1m30s, ` +
-				`PathPrefix:"/v2/api/management/service_connect", UnsetMarker:"$ServiceUnset$", AllowInsecureHTTP:false, MaxResponseBytes:33554432, SharedStore:false, SharedStoreTimeout:150ms}`,
+				`PathPrefix:"/v2/api/management/service_connect", UnsetMarker:"$ServiceUnset$", AllowInsecureHTTP:false, MaxResponseBytes:33554432, SharedStore:false, SharedStoreTimeout:200ms}`,
 			logValue: map[string]any{
 				"base_url": mockBaseURL, "client_id": "REDACTED", "client_secret": "REDACTED", "token_source": false,
 				"max_retries": 7.0, "retry_wait_min": "250ms", "retry_wait_max": "15s", "refresh_margin": "1m30s",
 				"path_prefix": defaultPathPrefix, "unset_marker": defaultUnsetMarker, "allow_insecure_http": false,
-				"max_response_bytes": float64(defaultMaxResponseBytes), "shared_store": false, "shared_store_timeout": "150ms",
+				"max_response_bytes": float64(defaultMaxResponseBytes), "shared_store": false, "shared_store_timeout": "200ms",
 			},
 		},
 	}

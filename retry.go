@@ -132,6 +132,56 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// checkCall marks the context of an Authenticator's call to the service
+// (see withCheckRetries): its retries stop once they cannot help the check,
+// with no knob of their own.
+type checkCall struct {
+	breaker interface{ IsOpen() bool } // the authenticate breaker
+	probe   bool                       // the call is the breaker's probe
+}
+
+type checkCallKey struct{}
+
+// withCheckRetries returns ctx marking the call of an Authenticator whose
+// breaker on the authenticate call is breaker; probe says that the call is
+// its probe.
+func withCheckRetries(ctx context.Context, breaker interface{ IsOpen() bool }, probe bool) context.Context {
+	return context.WithValue(ctx, checkCallKey{}, &checkCall{breaker: breaker, probe: probe})
+}
+
+// held reports whether the call must not reach the service: the breaker
+// opened after it started, and it is not the probe (one call at a time
+// while the breaker is open). false for a call of no Authenticator.
+func (c *checkCall) held() bool {
+	return c != nil && !c.probe && c.breaker.IsOpen()
+}
+
+// checkRetries returns the mark of an Authenticator's call on ctx, nil
+// for any other call.
+func checkRetries(ctx context.Context) *checkCall {
+	c, _ := ctx.Value(checkCallKey{}).(*checkCall)
+	return c
+}
+
+// stop says why an Authenticator's call does not try again, "" when it
+// may: once the breaker is open (the calls in flight as it opens, and its
+// probe, which tells whether the service answers at all, one try each:
+// the checks do not wait for them), or when another try, taking as long
+// as the last, would end (at end) past the call's deadline (Timeout): its
+// answer would come too late for the check. Other calls retry as the
+// Client's policy says.
+func (c *checkCall) stop(end, deadline time.Time) string {
+	switch {
+	case c == nil:
+		return ""
+	case c.breaker.IsOpen():
+		return "the service is not called for a cool-down (the authenticate breaker is open)"
+	case !deadline.IsZero() && end.After(deadline):
+		return "another attempt would not end before the deadline"
+	}
+	return ""
+}
+
 // routePauses is the Client's memory of the service asking it to slow down.
 // When an answer is 429 or 503 with Retry-After, every other call to the
 // same route is about to get the same answer: until the announced time

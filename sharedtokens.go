@@ -41,6 +41,9 @@ type storedToken struct {
 	TokenType   string    `json:"token_type"`
 	Expiry      time.Time `json:"expiry"`
 	RefreshAt   time.Time `json:"refresh_at"`
+	// Leased is set when the replica that stored it held the lease (see
+	// storedVerdict.Leased).
+	Leased bool `json:"leased,omitzero"`
 }
 
 // fetchFunc fetches a new token from the token endpoint and says when it is
@@ -57,33 +60,41 @@ type fetchFunc func(context.Context) (*Token, time.Time, error)
 func (s *sharedTokens) token(ctx context.Context, refused string, fetch fetchFunc) (*Token, time.Time, error) {
 	patience, unhurried := s.patience(ctx)
 	l := fleet.Lease{Key: s.store.Sealer().ManagementTokenLeaseKey(), TTL: tokenLease, Patience: patience, Unhurried: unhurried}
-	got, found, unlock := fleet.Await(ctx, s.store, l, func() (storedToken, bool, error) { return s.read(ctx, refused) })
+	got, found, unlock, out := fleet.Await(ctx, s.store, l, func() (storedToken, bool, error) { return s.read(ctx, refused) })
 	if found {
 		return &Token{AccessToken: got.AccessToken, TokenType: got.TokenType, Expiry: got.Expiry}, got.RefreshAt, nil
 	}
+	leased := unlock != nil
 	if unlock == nil {
 		unlock = func() {}
 	}
 	if err := ctx.Err(); err != nil {
+		out.Judge(ctx, false)
 		unlock()
 		return nil, time.Time{}, err
 	}
 	start := time.Now()
 	tok, refreshAt, err := fetch(ctx)
 	if err != nil {
+		out.Judge(ctx, false)
 		unlock()
 		return nil, time.Time{}, err
 	}
 	// The token is stored, then the lease released, while the callers
 	// go on with it: a slow store delays no one, and the write is not
-	// bounded by the flight's budget. A failing store may open the
-	// breaker, which logs and tells the Observer: hosted code, contained,
-	// and the lease released still.
+	// bounded by the flight's budget. A wait that ran out of patience is
+	// judged first, by whether the lease's holder stored a token since.
+	// A failing store may open the breaker, which logs and tells the
+	// Observer: hosted code, contained, and the lease released still.
 	go func() {
 		ctx := fleet.WithoutBudget(context.WithoutCancel(ctx))
 		defer s.store.Contain(ctx)
 		defer unlock()
-		s.put(ctx, storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt})
+		if out != nil {
+			st, found, _ := s.open(ctx)
+			out.Judge(ctx, found && st.Leased && time.Now().Before(st.RefreshAt) && st.AccessToken != refused)
+		}
+		s.put(ctx, storedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, Expiry: tok.Expiry, RefreshAt: refreshAt, Leased: leased})
 		s.pace.Record(time.Since(start)) // as long as another replica waits for a token it fetches
 	}()
 	return tok, refreshAt, nil
@@ -127,14 +138,23 @@ func (s *sharedTokens) urgent() time.Duration {
 // the lease's holder replaces it. A store that fails is an error, not an
 // absent token.
 func (s *sharedTokens) read(ctx context.Context, refused string) (storedToken, bool, error) {
+	st, found, err := s.open(ctx)
+	if !found || st.AccessToken == refused || !time.Now().Before(st.RefreshAt) {
+		return storedToken{}, false, err
+	}
+	return st, true, nil
+}
+
+// open returns the stored token if it opens and is well formed, due for
+// refresh or not; a failing store is an error.
+func (s *sharedTokens) open(ctx context.Context) (storedToken, bool, error) {
 	plain, err := s.store.Open(ctx, s.store.Sealer().ManagementTokenKey())
 	var st storedToken
 	switch {
 	case err != nil || plain == nil:
 		return st, false, err
 	case json.Unmarshal(plain, &st) != nil,
-		(&Token{AccessToken: st.AccessToken, TokenType: st.TokenType}).check("access_token", "token_type") != nil,
-		st.AccessToken == refused || !time.Now().Before(st.RefreshAt):
+		(&Token{AccessToken: st.AccessToken, TokenType: st.TokenType}).check("access_token", "token_type") != nil:
 		return storedToken{}, false, nil
 	}
 	return st, true, nil

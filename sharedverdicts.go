@@ -42,6 +42,10 @@ type storedVerdict struct {
 	Auth     EndUserAuthentication `json:"auth"`
 	Expires  time.Time             `json:"expires"`
 	Answered time.Time             `json:"answered,omitzero"` // zero when a replica of an earlier version stored it
+	// Leased is set when the replica that stored it held the token's
+	// lease: a replica that ran out of patience waiting on that lease
+	// then knows that its holder was alive (see fleet.WaitedOut).
+	Leased bool `json:"leased,omitzero"`
 }
 
 // How Forget holds for the whole fleet, with a store that has no
@@ -63,24 +67,45 @@ const base64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 // first one is logged.
 var errForeignEpoch = errors.New("shared store: a verdict epoch of a foreign shape")
 
+// verdictTurn is what a check that asks the service itself has of the
+// store (see sharedVerdicts.await).
+type verdictTurn struct {
+	slot   string           // where to put the verdict; "" when the store failed: it is then not stored
+	leased bool             // this replica holds the token's lease
+	record authVerdict      // the record of the token it read, expired; zero when there was none
+	out    *fleet.WaitedOut // the wait that ran out of patience on another replica's lease, to judge
+}
+
 // await returns the verdict on header from the store, waiting while another
 // replica holds the token's lease and asks the service (see lease). It
 // returns found false when this replica must ask the service itself, with
-// the slot to put its verdict in ("" when the store failed: the verdict is
-// then not stored). A lease it took is released when ctx ends (the check's
-// call is bounded by Authenticator.Timeout), or lapses by itself. ctx
-// carries the check's budget of store time (see fleet.WithBudget), which
-// bounds the wait on another replica too, by the check's own clock.
-func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, slot string, found bool) {
+// its turn: the slot to put its verdict in, and the record it read of the
+// token, expired: what the check may let the token through stale on (see
+// Authenticator.judge). A lease it took is released when ctx ends (the
+// check's call is bounded by Authenticator.Timeout), or lapses by itself.
+// ctx carries the check's budget of store time (see fleet.WithBudget),
+// which bounds the wait on another replica too, by the check's own clock.
+func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdict, found bool, turn verdictTurn) {
 	if s == nil {
-		return authVerdict{}, "", false
+		return authVerdict{}, false, turn
 	}
-	slot, err := s.slot(ctx, s.store.Sealer().VerdictStem(header))
+	slot, err := s.slot(ctx, header)
 	if err != nil {
-		return authVerdict{}, "", false
+		return authVerdict{}, false, turn
+	}
+	read := func() (authVerdict, bool, error) {
+		v, found, err := s.record(ctx, slot, header)
+		if found {
+			turn.record = v
+		}
+		if !found || !time.Now().Before(v.expires) {
+			return authVerdict{}, false, err
+		}
+		return v, true, nil
 	}
 	l := fleet.Lease{Key: slot + ":lease", TTL: verdictLease, Patience: fleet.Patience(ctx, s.patience())}
-	v, found, unlock := fleet.Await(ctx, s.store, l, func() (authVerdict, bool, error) { return s.read(ctx, slot, header) })
+	v, found, unlock, out := fleet.Await(ctx, s.store, l, read)
+	turn.slot, turn.leased, turn.out = slot, unlock != nil, out
 	if unlock != nil {
 		// In a goroutine of its own, where a failing store may open the
 		// breaker, which logs and tells the Observer: hosted code,
@@ -90,7 +115,20 @@ func (s *sharedVerdicts) await(ctx context.Context, header string) (v authVerdic
 			unlock()
 		})
 	}
-	return v, slot, found
+	return v, found, turn
+}
+
+// judgeWait tells the Leases breaker how a wait that ran out of patience
+// went, once the check has asked the service itself: not waited out if
+// the lease's holder stored its verdict since (a holder alive on a busy
+// host), as a read of the slot, within what is left of the check's store
+// budget, tells; waited out otherwise, or when the store cannot tell.
+func (s *sharedVerdicts) judgeWait(ctx context.Context, turn verdictTurn) {
+	if s == nil || turn.out == nil {
+		return
+	}
+	sv, found, _ := s.open(ctx, turn.slot)
+	turn.out.Judge(ctx, found && sv.Leased)
 }
 
 // patience is how long a check waits for another replica's verdict, by
@@ -109,55 +147,59 @@ func (s *sharedVerdicts) produced(took time.Duration) {
 	}
 }
 
-// slot returns the key the verdict on a token lives under now: the stem
-// (see fleet.Sealer.VerdictStem), or the stem and the epoch Forget set.
-func (s *sharedVerdicts) slot(ctx context.Context, stem string) (string, error) {
-	epoch, err := s.store.Get(ctx, stem+":epoch")
+// slot returns the key the verdict on header, as spelled, lives under
+// now: its slot (see fleet.Sealer.VerdictSlot), or the slot and the epoch
+// Forget last set on the credential, whatever the spelling it was given.
+func (s *sharedVerdicts) slot(ctx context.Context, header string) (string, error) {
+	seal := s.store.Sealer()
+	epoch, err := s.store.Get(ctx, seal.VerdictStem(header)+":epoch")
+	slot := seal.VerdictSlot(header)
 	switch {
 	case err != nil:
 		return "", err
 	case epoch == nil:
-		return stem, nil
+		return slot, nil
 	case len(epoch) != epochLen || strings.Trim(string(epoch), base64URLAlphabet) != "":
 		if !s.foreign.Swap(true) {
 			s.logger.LogAttrs(ctx, slog.LevelWarn, "management: a verdict epoch in the shared store that the SDK did not write; checks of that token go on without the store (logged once)")
 		}
 		return "", errForeignEpoch
 	}
-	return stem + ":e" + string(epoch), nil
-}
-
-// read returns the verdict on header stored in slot. A value that does
-// not open (forged, foreign, corrupt, sealed under a rotated secret or
-// another epoch) or has expired reads as absent; a failing store is an
-// error.
-func (s *sharedVerdicts) read(ctx context.Context, slot, header string) (authVerdict, bool, error) {
-	v, found, err := s.record(ctx, slot, header)
-	if !found || !time.Now().Before(v.expires) {
-		return authVerdict{}, false, err
-	}
-	return v, true, nil
+	return slot + ":e" + string(epoch), nil
 }
 
 // record returns the verdict on header stored in slot, expired or not (a
 // record kept for a grace): found is false when there is none, or none
-// that opens; a failing store is an error.
+// that opens (forged, foreign, corrupt, sealed under a rotated secret or
+// another epoch); a failing store is an error. Its grace ends at the
+// latest 5s after the read (sharedFirstLevelTTL), as for any entry from
+// the store, so that a Forget elsewhere holds within that long; only the
+// check whose call read it may pass on it later (see verdictCache.adopt).
 func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authVerdict, bool, error) {
-	plain, err := s.store.Open(ctx, slot)
-	var sv storedVerdict
-	switch {
-	case err != nil || plain == nil:
+	sv, found, err := s.open(ctx, slot)
+	if !found {
 		return authVerdict{}, false, err
-	case json.Unmarshal(plain, &sv) != nil:
-		return authVerdict{}, false, nil
 	}
 	v := s.cache.verdict(&sv.Auth, header, time.Now())
 	v.expires = minTime(v.expires, sv.Expires)
 	v.answered, v.graceUntil = sv.Answered, time.Time{}
 	if v.err == nil && s.cache.grace > 0 && !sv.Answered.IsZero() {
-		v.graceUntil = sv.Answered.Add(s.cache.grace)
+		v.graceUntil = minTime(sv.Answered.Add(s.cache.grace), time.Now().Add(sharedFirstLevelTTL))
 	}
 	return v, true, nil
+}
+
+// open returns the verdict stored in slot as it was stored: found is false
+// when there is none, or none that opens; a failing store is an error.
+func (s *sharedVerdicts) open(ctx context.Context, slot string) (sv storedVerdict, found bool, err error) {
+	plain, err := s.store.Open(ctx, slot)
+	switch {
+	case err != nil || plain == nil:
+		return sv, false, err
+	case json.Unmarshal(plain, &sv) != nil:
+		return storedVerdict{}, false, nil
+	}
+	return sv, true, nil
 }
 
 // peek returns the verdict on header as the store holds it, expired or not,
@@ -167,7 +209,7 @@ func (s *sharedVerdicts) record(ctx context.Context, slot, header string) (authV
 // cannot answer.
 func (s *sharedVerdicts) peek(ctx context.Context, header string) (v authVerdict, found bool) {
 	ctx = fleet.WithBudget(ctx, s.store.Guard().Timeout, nil)
-	slot, err := s.slot(ctx, s.store.Sealer().VerdictStem(header))
+	slot, err := s.slot(ctx, header)
 	if err != nil {
 		return authVerdict{}, false
 	}
@@ -175,13 +217,15 @@ func (s *sharedVerdicts) peek(ctx context.Context, header string) (v authVerdict
 	return v, found
 }
 
-// put stores v, the verdict the service's answer auth gave, in slot: until
-// it expires, or as long as its grace could last if that is longer (an
-// invalid answer too, so that it ends the grace on every replica).
-func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuthentication, v authVerdict) {
-	if s == nil || slot == "" {
+// put stores v, the verdict the service's answer auth gave, in the turn's
+// slot: until it expires, or as long as its grace could last if that is
+// longer (an invalid answer too, so that it ends the grace on every
+// replica).
+func (s *sharedVerdicts) put(ctx context.Context, turn verdictTurn, auth *EndUserAuthentication, v authVerdict) {
+	if s == nil || turn.slot == "" {
 		return
 	}
+	slot := turn.slot
 	until := v.expires
 	if s.cache.grace > 0 {
 		until = maxTime(until, v.answered.Add(s.cache.grace))
@@ -190,32 +234,40 @@ func (s *sharedVerdicts) put(ctx context.Context, slot string, auth *EndUserAuth
 	if ttl <= 0 {
 		return
 	}
-	plain, err := json.Marshal(storedVerdict{Auth: *auth, Expires: v.expires, Answered: v.answered})
+	plain, err := json.Marshal(storedVerdict{Auth: *auth, Expires: v.expires, Answered: v.answered, Leased: turn.leased})
 	if err != nil {
 		return
 	}
 	_ = s.store.Put(ctx, slot, plain, ttl)
 }
 
-// drop makes the fleet forget the verdict on header: a new epoch, so that
-// no verdict stored under an earlier one is read again, even one written
-// after this (see slot); and, should the store refuse it, the verdict
-// without an epoch deleted. The key of the layout before hash tags is
-// deleted too, for replicas not yet upgraded. The store is tried even
-// while its breaker is open, within one SharedStoreTimeout in all (and
-// ctx); the error is the epoch's: failing it, the fleet may go on
-// accepting the token until the verdicts stored under the epoch expire.
+// drop makes the fleet forget the verdicts on header's credential, every
+// spelling of its scheme: a new epoch, so that no verdict stored under an
+// earlier one is read again, even one written after this (see slot); and,
+// should the store refuse it, the verdict on header as spelled without an
+// epoch deleted. For replicas not yet upgraded, it sets the epoch of the
+// layout before spellings for header as spelled (for a scheme in lower
+// case, the same key) and deletes that layout's verdict, and the key of
+// the layout before hash tags. The store is tried even while its breaker
+// is open, within one SharedStoreTimeout in all (and ctx); the error is
+// the epoch's: failing it, the fleet may go on accepting the token until
+// the verdicts stored under the epoch expire.
 func (s *sharedVerdicts) drop(ctx context.Context, header string) error {
 	if s == nil {
 		return nil
 	}
 	ctx = fleet.WithBudget(fleet.Forced(ctx), s.store.Guard().Timeout, nil)
 	seal := s.store.Sealer()
-	stem := seal.VerdictStem(header)
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	err := s.store.Set(ctx, stem+":epoch", base64.RawURLEncoding.AppendEncode(nil, b[:]), s.epochTTL())
-	_ = s.store.Delete(ctx, stem)
+	epoch := base64.RawURLEncoding.AppendEncode(nil, b[:])
+	stem := seal.VerdictStem(header)
+	err := s.store.Set(ctx, stem+":epoch", epoch, s.epochTTL())
+	_ = s.store.Delete(ctx, seal.VerdictSlot(header))
+	if old := seal.UnfoldedVerdictStem(header); old != stem {
+		_ = s.store.Set(ctx, old+":epoch", epoch, s.epochTTL())
+	}
+	_ = s.store.Delete(ctx, seal.UnfoldedVerdictStem(header))
 	_ = s.store.Delete(ctx, seal.LegacyVerdictKey(header))
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -74,6 +75,10 @@ func TestSharedStoreSetup(t *testing.T) {
 // A store that is down fails no call, is never taken for a verdict, and is
 // logged once however many calls meet it.
 func TestFailingStoreFailsNoCall(t *testing.T) {
+	synctest.Test(t, testFailingStoreFailsNoCall)
+}
+
+func testFailingStoreFailsNoCall(t *testing.T) {
 	logs := &logBuffer{} // the write-back goroutine may log after the checks
 	store := &failingStore{}
 	c, mt := setup(t, Config{SharedStore: store, Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -91,6 +96,7 @@ func TestFailingStoreFailsNoCall(t *testing.T) {
 	if store.calls.Load() == 0 {
 		t.Fatal("the store was never asked")
 	}
+	synctest.Wait()                                                            // the write-back, and the judgements of what it left
 	if got := strings.Count(logs.String(), "shared store failing"); got != 1 { // the Client's breaker opened once
 		t.Errorf("%d records of the failing store; want 1 (the breaker opening, for tokens and verdicts alike):\n%s", got, logs.String())
 	}

@@ -39,18 +39,21 @@ func (l *breakerLog) all() []BreakerInfo {
 }
 
 // A store that hangs, ignoring its context, costs a replica one timeout,
-// not one per check: 200 checks of new tokens, one every 2 ms, wait for
-// the store one SharedStoreTimeout in all (the first timeout opens the
-// breaker; its probes, one after each cool-down, run in the background).
-// Once the store answers, it is used again within one cool-down; the
-// breaker's opening and closing are logged once each and told to the
-// Observer.
+// not one per check: with a new token checked every 7 ms, whatever the
+// checks before it are doing, those that start before the first three
+// operations are judged failed (twice SharedStoreTimeout from their start:
+// an answer that late would still be the store's) wait for the store
+// exactly one SharedStoreTimeout; every later one goes on at once (the probes, one after each
+// cool-down, run in the background). Once the store answers, it is used
+// again within one cool-down; the breaker's opening and closing are logged
+// once each and told to the Observer.
 func TestHungStoreCostsOneTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newTestFleet(t)
 		var logs logBuffer
 		var seen breakerLog
 		c, a := f.replica(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Observer: seen.observer()}, MissBudget{})
+		a.MaxConcurrentChecks = 1000
 		ctx := context.Background()
 		if _, err := c.Users.Get(ctx, "u-1"); err != nil {
 			t.Fatal(err)
@@ -67,31 +70,37 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 			}
 			return nil
 		})
-		var waited time.Duration
-		for i := range 200 {
-			start := time.Now()
-			if _, err := checkToken(ctx, a, fmt.Sprint("eu-", i)); err != nil {
-				t.Fatal(err)
+		const tick = 7 * time.Millisecond // no check starts as an operation times out
+		waited := make([]time.Duration, 100)
+		var wg sync.WaitGroup
+		for i := range waited {
+			wg.Go(func() {
+				began := time.Now()
+				if _, err := checkToken(ctx, a, fmt.Sprint("eu-", i)); err != nil {
+					t.Error(err)
+				}
+				waited[i] = time.Since(began)
+			})
+			time.Sleep(tick) // the pace of the requests
+		}
+		wg.Wait()
+		onset := 2*defaultSharedStoreTimeout + 2*tick // the third operation, started at 2 ticks, is judged failed
+		for i, w := range waited {
+			if began := time.Duration(i) * tick; (began < onset && w != defaultSharedStoreTimeout) || (began >= onset && w != 0) {
+				t.Errorf("the check started at %v waited %v; want %v before %v, nothing after", began, w, defaultSharedStoreTimeout, onset)
 			}
-			waited += time.Since(start)
-			time.Sleep(2 * time.Millisecond) // the pace of the requests
 		}
-		if waited != defaultSharedStoreTimeout {
-			t.Errorf("200 checks waited %v in all on a hung store; want one SharedStoreTimeout, %v", waited, defaultSharedStoreTimeout)
-		}
-		tried := calls.Load() // the first operation, and one per probe
-		if tried < 2 {
-			t.Errorf("%d store calls while it hung; want the first and a probe after each cool-down", tried)
-		}
-		if got := f.authn.Load(); got != 200 {
-			t.Errorf("%d authenticate calls; want 200 (each check on its own)", got)
+		tried := calls.Load() // the operations of the onset, and one per probe
+		if got := int(f.authn.Load()); got != len(waited) {
+			t.Errorf("%d authenticate calls; want %d (each check on its own)", got, len(waited))
 		}
 
 		hung.Store(false)
 		close(release)
 		synctest.Wait()
 		answered, before := time.Now(), calls.Load()
-		coolDown := (defaultSharedStoreTimeout << (tried - 1)) * 12 / 10 // doubled by each failed probe, jittered up to 20% more
+		probes := tried - int64(onset/tick) - 1
+		coolDown := (defaultSharedStoreTimeout << max(probes, 0)) * 12 / 10 // doubled by each failed probe, jittered up to 20% more
 		for i := 0; calls.Load() == before; i++ {
 			if time.Since(answered) > coolDown {
 				t.Fatalf("the store was not used within %v (one cool-down) after it answered again", coolDown)
@@ -99,7 +108,7 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 			if _, err := checkToken(ctx, a, fmt.Sprint("eu-after-", i)); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(tick)
 		}
 		synctest.Wait() // the probe's answer
 		before = calls.Load()
@@ -121,7 +130,7 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 		if !errors.Is(got[0].Err, context.DeadlineExceeded) || got[0].CoolDown < defaultSharedStoreTimeout*8/10 || got[0].CoolDown > defaultSharedStoreTimeout*12/10 {
 			t.Errorf("opening %+v; want the timeout's error and a cool-down near SharedStoreTimeout", got[0])
 		}
-		if got[1].Skipped < 200 || got[1].OpenFor <= 0 {
+		if after := int64(len(waited)) - int64(onset/tick) - 1; got[1].Skipped < after-2 || got[1].OpenFor <= 0 { // the probes apart
 			t.Errorf("closing %+v; want the skipped operations (at least one per check) and how long it was open", got[1])
 		}
 	})
@@ -303,6 +312,50 @@ func TestSquattedLeasesStopTheWaits(t *testing.T) {
 	})
 }
 
+// A lease whose holder stores its verdict after the waiter ran out of
+// patience was alive, only slower than the waiter's patience (a busy host,
+// a slow service): it does not count as waited out, and waits go on. Three
+// such waits in a row opened the lease breaker, and the replica then asked
+// the service for every token itself.
+func TestSlowHolderIsNotWaitedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		var seen breakerLog
+		_, a := f.replica(Config{Observer: seen.observer()}, MissBudget{})
+		_, b := f.replica(Config{}, MissBudget{})
+		ctx := context.Background()
+		for i := range 3 { // a's estimate of the service: fast, so a waits little
+			if _, err := checkToken(ctx, a, fmt.Sprint("eu-warm-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.slow.Store(int64(400 * time.Millisecond)) // the service slows down
+		for i := range fleet.LeaseWaitsOut + 1 {
+			tok := fmt.Sprint("eu-", i)
+			var wg sync.WaitGroup
+			wg.Go(func() { // b takes the lease and asks the service
+				if _, err := checkToken(ctx, b, tok); err != nil {
+					t.Error(err)
+				}
+			})
+			time.Sleep(10 * time.Millisecond)
+			start := time.Now()
+			if _, err := checkToken(ctx, a, tok); err != nil { // a waits, runs out of patience, asks too
+				t.Fatal(err)
+			}
+			// The first ones run out of patience (a's estimate grows with
+			// what its own calls take, and then it sees b's verdict).
+			if took := time.Since(start); i < fleet.LeaseWaitsOut && took <= 400*time.Millisecond {
+				t.Fatalf("check %d took %v; want a wait on b's lease, then a's own call", i, took)
+			}
+			wg.Wait()
+		}
+		if got := seen.all(); len(got) != 0 {
+			t.Errorf("the Observer was told %+v; want the lease breaker closed (every holder stored its verdict)", got)
+		}
+	})
+}
+
 // Forget tries the store even while the breaker is open, within one
 // SharedStoreTimeout in all, and logs at Error when it could not: the
 // other replicas may then accept the token until their verdict expires.
@@ -318,14 +371,19 @@ func TestForgetTriesTheStoreOnce(t *testing.T) {
 			}
 			return nil
 		})
-		if _, err := checkToken(ctx, a, "eu-1"); err != nil { // opens the breaker
-			t.Fatal(err)
+		for i := range storeFailures { // failures in a row open the breaker
+			if _, err := checkToken(ctx, a, fmt.Sprint("eu-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !a.Client.stores.Breaker.IsOpen() {
+			t.Fatal("the store's breaker is closed")
 		}
 		f.store.resetCalls()
 		if err := a.Forget(ctx, "Bearer eu-1"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.store.callsTo(":epoch"); got != 1 {
+		if got := f.store.callsTo(a.Client.seal.VerdictStem("Bearer eu-1") + ":epoch"); got != 1 {
 			t.Errorf("Forget made %d calls on the epoch while the breaker was open; want 1", got)
 		}
 		if strings.Contains(logs.String(), "level=ERROR") {
@@ -422,5 +480,109 @@ func TestUnhurriedRefreshWaitsWhileLeaseWaitsAreOff(t *testing.T) {
 		if got := f.tokens.Load(); got != 1 {
 			t.Errorf("%d token requests; want 1 (the refresh took the other replica's token)", got)
 		}
+	})
+}
+
+// The store breaker judges the store, not the caller's patience: a store
+// whose every operation takes 120 ms, within SharedStoreTimeout (200 ms),
+// is slow, not failing. A check's second read, cut at the 80 ms left of
+// its budget, answers in the background within its time: the breaker stays
+// closed (it opened on the first such read when a cut operation given a
+// quarter of the timeout counted as a timeout).
+func TestSlowStoreIsNotAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		var seen breakerLog
+		_, a := f.replica(Config{Observer: seen.observer()}, MissBudget{})
+		f.store.setHook(func(context.Context, string, string) error {
+			time.Sleep(defaultSharedStoreTimeout * 3 / 5) // ignoring ctx, as a busy network client
+			return nil
+		})
+		for i := range 5 {
+			if _, err := checkToken(context.Background(), a, fmt.Sprint("eu-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(defaultSharedStoreTimeout)
+		synctest.Wait()
+		if got := seen.all(); len(got) != 0 {
+			t.Errorf("the Observer was told %+v; want the store's breaker closed throughout", got)
+		}
+	})
+}
+
+// A lone timeout on a saturated host, followed by answers, leaves the
+// store in use: one operation that hangs past SharedStoreTimeout costs its
+// check the store, and the next check reads the verdict another replica
+// stored, rather than ask the service.
+func TestLoneStoreTimeoutKeepsSharing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		var seen breakerLog
+		_, a := f.replica(Config{Observer: seen.observer()}, MissBudget{})
+		_, b := f.replica(Config{}, MissBudget{})
+		ctx := context.Background()
+		if _, err := checkToken(ctx, b, "eu-shared"); err != nil { // b stores the verdict
+			t.Fatal(err)
+		}
+		var once atomic.Bool
+		f.store.setHook(func(context.Context, string, string) error {
+			if once.CompareAndSwap(false, true) {
+				time.Sleep(time.Second) // a moment the host did not run the reader
+			}
+			return nil
+		})
+		if _, err := checkToken(ctx, a, "eu-1"); err != nil { // its first read times out
+			t.Fatal(err)
+		}
+		before := f.authn.Load()
+		if _, err := checkToken(ctx, a, "eu-shared"); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.authn.Load() - before; got != 0 {
+			t.Errorf("%d authenticate calls for a verdict in the store, after a lone timeout; want 0", got)
+		}
+		if got := seen.all(); len(got) != 0 {
+			t.Errorf("the Observer was told %+v; want the store's breaker closed", got)
+		}
+		time.Sleep(time.Second)
+	})
+}
+
+// A store failing on part of its keys (a Cluster node down: the verdicts
+// of half the tokens) still opens the breaker, though the operations on
+// its other keys answer between the failures.
+func TestStoreFailingOnPartOfItsKeysOpensTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newTestFleet(t)
+		var seen breakerLog
+		_, a := f.replica(Config{Observer: seen.observer()}, MissBudget{})
+		ctx := context.Background()
+		if _, err := checkToken(ctx, a, "eu-first"); err != nil { // a is set up
+			t.Fatal(err)
+		}
+		seal := a.shared.store.Sealer()
+		f.store.setHook(func(_ context.Context, _, key string) error {
+			for i := range 100 {
+				if strings.HasPrefix(key, seal.VerdictStem(fmt.Sprint("Bearer eu-bad-", i))) {
+					return errStoreDown
+				}
+			}
+			return nil
+		})
+		for i := range 100 {
+			for _, tok := range []string{fmt.Sprint("eu-bad-", i), fmt.Sprint("eu-good-", i)} {
+				if _, err := checkToken(ctx, a, tok); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := seen.all(); len(got) > 0 {
+				if !got[0].Open || got[0].Breaker != BreakerSharedStore {
+					t.Fatalf("the Observer was told %+v; want the store's breaker opening", got)
+				}
+				return
+			}
+		}
+		t.Error("the store's breaker did not open on a store failing on half its keys")
 	})
 }

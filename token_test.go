@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,34 @@ func TestTokenEndpointErrors(t *testing.T) {
 				t.Errorf("Error() = %q, want %q", err, want)
 			}
 			testCalls(t, mt, map[string]int{"POST " + tokenURL: 1}) // never retried, and nothing else sent
+		})
+	}
+}
+
+// The token endpoint's 429 in its OAuth 2.0 shape stays a *TokenError,
+// with its code and Retry-After, and matches ErrRateLimited as an
+// *APIError 429 does; its 503 keeps its code, and matches neither.
+func TestTokenEndpointOutageKeepsItsShape(t *testing.T) {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			c, mt := setup(t, Config{MaxRetries: -1})
+			mt.RegisterResponder(http.MethodPost, tokenURL,
+				jsonResponder(status, map[string]any{"error": "temporarily_unavailable", "error_description": "busy"}).
+					HeaderSet(http.Header{"Retry-After": {"7"}}))
+			_, err := c.Users.ListPage(context.Background(), nil)
+			var te *TokenError
+			if !errors.As(err, &te) {
+				t.Fatalf("err = %v (%T), want *TokenError", err, err)
+			}
+			if te.StatusCode != status || te.Code != "temporarily_unavailable" || te.RetryAfter != 7*time.Second {
+				t.Errorf("TokenError %d %q, Retry-After %v; want %d temporarily_unavailable, 7s", te.StatusCode, te.Code, te.RetryAfter, status)
+			}
+			if got, want := errors.Is(err, ErrRateLimited), status == http.StatusTooManyRequests; got != want {
+				t.Errorf("errors.Is(err, ErrRateLimited) = %v; want %v", got, want)
+			}
+			if errors.Is(err, ErrMisconfigured) || errors.Is(err, ErrInvalidClient) {
+				t.Errorf("err = %v matches ErrMisconfigured or ErrInvalidClient", err)
+			}
 		})
 	}
 }

@@ -39,17 +39,20 @@ type verdictCache struct {
 	releaseCall func()
 	called      func(ctx context.Context, t fleet.Ticket, v authVerdict, err error) (report func())
 
-	mu       sync.Mutex
-	cache    *simplelru.LRU[verdictKey, authVerdict] // nil when caching is off and there is no grace
-	inflight map[verdictKey]inflightCall             // the call whose verdict a token's checks take
-	calls    int                                     // calls running, forgotten ones included; <= maxCalls
-	started  uint64                                  // calls ever started: each one's number
-	forgets  uint64                                  // Forgets so far (see adopt)
-	// forgotten holds the keys of the latest Forgets, that of Forget
-	// number n at n % len: adopt tells whether a Forget since it began
-	// was its token's, rather than void every check that read the store
-	// while any token was forgotten.
-	forgotten [64]verdictKey
+	mu sync.Mutex
+	// cache holds the verdicts by credential (verdictKey.fold), each
+	// spelling of the scheme its own, so that Forget drops them all at
+	// once; nil when caching is off and there is no grace.
+	cache    *simplelru.LRU[[sha256.Size]byte, spellings]
+	inflight map[verdictKey]inflightCall // the call whose verdict a token's checks take
+	calls    int                         // calls running, forgotten ones included; <= maxCalls
+	started  uint64                      // calls ever started: each one's number
+	forgets  atomic.Uint64               // Forgets so far (see adopt); written under mu
+	// forgotten holds the credentials (verdictKey.fold) of the latest
+	// Forgets, that of Forget number n at n % len: adopt tells whether a
+	// Forget since it began was its token's, rather than void every check
+	// that read the store while any token was forgotten.
+	forgotten [64][sha256.Size]byte
 	// stalePasses counts the stale passes since the service last
 	// answered. It grows under mu, beside the read of the entry that
 	// allows the pass, so that a pass is counted before the answer that
@@ -65,14 +68,65 @@ type inflightCall struct {
 	n    uint64
 }
 
-// verdictKey is the cache key of an Authorization header value: its
-// SHA-256 digest, so that raw tokens are not kept.
-type verdictKey = [sha256.Size]byte
+// verdictKey is the cache key of an Authorization header value: the
+// SHA-256 digest of the value with its scheme in ASCII lower case (so
+// that raw tokens are not kept), which names the credential whatever the
+// case of its scheme (RFC 9110, 11.1: "bearer T" and "Bearer T" carry the
+// same one, and Forget of either drops both), and the spelling of the
+// scheme as received (see fleet.Spelling): a verdict is the service's
+// answer on one spelling, and never serves another.
+type verdictKey struct {
+	fold     [sha256.Size]byte
+	spelling uint64
+}
 
-// headerDigest returns the verdictKey of header. (The conversion to
-// []byte does not allocate: sha256.Sum256 does not keep it.)
+// headerDigest returns the verdictKey of header. A value up to 1 KiB is
+// folded in a buffer on the stack: a check allocates nothing for it.
 func headerDigest(header string) verdictKey {
-	return sha256.Sum256([]byte(header))
+	var buf [1024]byte
+	b := append(buf[:0], header...)
+	for i := 0; i < len(b) && b[i] != ' '; i++ {
+		if 'A' <= b[i] && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return verdictKey{fold: sha256.Sum256(b), spelling: fleet.Spelling(header)}
+}
+
+// maxSpellings bounds the spellings of one credential's scheme whose
+// verdicts are cached (a client sends one, seldom two): beyond it, the
+// oldest is dropped, so that CacheSize bounds memory whatever the
+// spellings a client tries.
+const maxSpellings = 4
+
+// spellings are the cached verdicts on one credential, one per spelling of
+// its scheme, the latest first. A cached value is never changed: add
+// replaces it.
+type spellings []spelled
+
+type spelled struct {
+	spelling uint64
+	v        authVerdict
+}
+
+// find returns the verdict of spelling.
+func (vs spellings) find(spelling uint64) (authVerdict, bool) {
+	for _, e := range vs {
+		if e.spelling == spelling {
+			return e.v, true
+		}
+	}
+	return authVerdict{}, false
+}
+
+// get returns the cached verdict on key, marking its credential recently
+// used; c.mu is held and c.cache is set.
+func (c *verdictCache) get(key verdictKey) (authVerdict, bool) {
+	vs, ok := c.cache.Get(key.fold)
+	if !ok {
+		return authVerdict{}, false
+	}
+	return vs.find(key.spelling)
 }
 
 // authVerdict is the outcome of one authenticate call, as cached. An entry
@@ -128,7 +182,7 @@ func (c *verdictCache) init(a *Authenticator, shared bool) {
 	}
 	// simplelru rather than expirable: expirable.LRU starts a cleanup
 	// goroutine that cannot be stopped, and one TTL would not fit two.
-	c.cache, _ = simplelru.NewLRU[verdictKey, authVerdict](orDefault(a.CacheSize, defaultAuthCacheSize), nil) // fails only for size <= 0
+	c.cache, _ = simplelru.NewLRU[[sha256.Size]byte, spellings](orDefault(a.CacheSize, defaultAuthCacheSize), nil) // fails only for size <= 0
 }
 
 // orDefault returns v when it is positive, def otherwise.
@@ -140,8 +194,9 @@ func orDefault[T int | time.Duration](v, def T) T {
 }
 
 // startFunc starts the call that judges a token; settle and release are
-// the flight's finish and release (see startFlight).
-type startFunc func(settle func(context.Context, authVerdict, error) func(), release func()) *flight[authVerdict]
+// the flight's finish and release (see startFlight); probe says that the
+// call is the breaker's probe.
+type startFunc func(settle func(context.Context, authVerdict, error) func(), release func(), probe bool) *flight[authVerdict]
 
 // lookup returns the unexpired verdict on key (call nil), or else the call
 // in flight for it, which it starts with start when there is none, within
@@ -155,7 +210,7 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cache != nil {
-		if v, ok := c.cache.Get(key); ok && now.Before(v.expires) {
+		if v, ok := c.get(key); ok && now.Before(v.expires) {
 			return v, nil, nil
 		}
 	}
@@ -186,7 +241,7 @@ func (c *verdictCache) lookup(ctx context.Context, key verdictKey, now time.Time
 	call := start(func(ctx context.Context, v authVerdict, err error) func() {
 		c.settle(key, n, v, err)
 		return c.called(ctx, t, v, err)
-	}, c.releaseCall)
+	}, c.releaseCall, t.Probe())
 	c.inflight[key] = inflightCall{call: call, n: n}
 	c.calls++
 	if t.Probe() {
@@ -211,8 +266,8 @@ func (c *verdictCache) settle(key verdictKey, n uint64, v authVerdict, err error
 	}
 }
 
-// add caches v on key at now, no longer than firstLevel with a store;
-// c.mu is held.
+// add caches v on key at now, no longer than firstLevel with a store,
+// beside the verdicts on the credential's other spellings; c.mu is held.
 func (c *verdictCache) add(key verdictKey, v authVerdict, now time.Time) {
 	if c.firstLevel > 0 {
 		v.expires = minTime(v.expires, now.Add(c.firstLevel))
@@ -220,7 +275,15 @@ func (c *verdictCache) add(key verdictKey, v authVerdict, now time.Time) {
 			v.graceUntil = minTime(v.graceUntil, now.Add(c.firstLevel))
 		}
 	}
-	c.cache.Add(key, v)
+	old, _ := c.cache.Peek(key.fold)
+	vs := make(spellings, 1, min(len(old)+1, maxSpellings))
+	vs[0] = spelled{key.spelling, v}
+	for _, e := range old {
+		if e.spelling != key.spelling && len(vs) < cap(vs) {
+			vs = append(vs, e)
+		}
+	}
+	c.cache.Add(key.fold, vs)
 }
 
 // fallback returns what a check that got no verdict on key may end with
@@ -235,7 +298,7 @@ func (c *verdictCache) fallback(key verdictKey, now time.Time) (v authVerdict, u
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.cache.Get(key)
+	v, ok := c.get(key)
 	switch {
 	case !ok:
 		return authVerdict{}, useNone, false
@@ -248,11 +311,7 @@ func (c *verdictCache) fallback(key verdictKey, now time.Time) (v authVerdict, u
 }
 
 // generation returns the number of Forgets so far, for adopt.
-func (c *verdictCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.forgets
-}
+func (c *verdictCache) generation() uint64 { return c.forgets.Load() }
 
 // verdictUse is what a verdict read from the store is good for.
 type verdictUse int
@@ -264,28 +323,39 @@ const (
 )
 
 // adopt judges v, the verdict on key the store holds (read without a
-// call, see sharedVerdicts.peek), at now, and caches it when it is good
-// for something: a verdict not yet expired, or an End User within its
-// grace. gen is generation() before the store was read: after a Forget
-// of key since, or beside a newer answer of the service on this replica (an
-// invalid one ends the grace even if its write to the store failed), v is
-// good for nothing. A stale pass is counted as fallback counts it; first
-// reports whether it is the first since the service last answered.
-func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time) (use verdictUse, first bool) {
+// call, see sharedVerdicts.peek, or by the check's own call: own), at now,
+// and caches it when it is good for something: a verdict not yet expired,
+// or an End User within its grace. A record is cached with a grace of at
+// most 5s from its read (see sharedVerdicts.record); the check whose own
+// call read it may pass on it later, within the service's grace: its call
+// may have failed as late as Timeout after the read. gen is generation()
+// before the store was read: after a Forget of key since, or beside a
+// newer refusal of the service on this replica (an invalid answer ends the
+// grace even if its write to the store failed), v is good for nothing;
+// beside a newer confirmation here, the grace counts from that one. A
+// stale pass is counted as fallback counts it; first reports whether it
+// is the first since the service last answered.
+func (c *verdictCache) adopt(key verdictKey, v authVerdict, gen uint64, now time.Time, own bool) (use verdictUse, first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.forgottenSince(key, gen) {
 		return useNone, false
 	}
 	if c.cache != nil {
-		if cur, ok := c.cache.Peek(key); ok && cur.answered.After(v.answered) {
-			return useNone, false
+		vs, _ := c.cache.Peek(key.fold)
+		if cur, ok := vs.find(key.spelling); ok && cur.answered.After(v.answered) {
+			if cur.err != nil {
+				return useNone, false // a newer refusal: the grace is over
+			}
+			// A newer confirmation here (its write to the store lost, or
+			// overwritten by an older one): the grace counts from it.
+			v.answered = cur.answered
 		}
 	}
 	switch {
 	case now.Before(v.expires):
 		use = useFresh
-	case v.graceful(now):
+	case v.graceful(now), own && !v.graceUntil.IsZero() && !now.After(v.answered.Add(c.grace)):
 		use, first = useStale, c.stalePasses.Add(1) == 1
 	}
 	if use != useNone && c.cache != nil {
@@ -301,33 +371,39 @@ func (c *verdictCache) release() {
 	c.calls--
 }
 
-// forgottenSince reports whether key may have been forgotten since
-// Forget number gen: it was, or more Forgets came since than forgotten
-// remembers. c.mu is held.
+// forgottenSince reports whether key's credential may have been forgotten
+// since Forget number gen: it was, under any spelling, or more Forgets came
+// since than forgotten remembers. c.mu is held.
 func (c *verdictCache) forgottenSince(key verdictKey, gen uint64) bool {
-	if c.forgets-gen > uint64(len(c.forgotten)) {
+	forgets := c.forgets.Load()
+	if forgets-gen > uint64(len(c.forgotten)) {
 		return true
 	}
-	for n := gen + 1; n <= c.forgets; n++ {
-		if c.forgotten[n%uint64(len(c.forgotten))] == key {
+	for n := gen + 1; n <= forgets; n++ {
+		if c.forgotten[n%uint64(len(c.forgotten))] == key.fold {
 			return true
 		}
 	}
 	return false
 }
 
-// forget drops the verdict on key and detaches its call in flight: the
-// call keeps running (and counting against the bound) but is no longer the
-// one this token's checks join or whose verdict is cached.
+// forget drops the verdicts on key's credential, every spelling of its
+// scheme, and detaches their calls in flight: a call keeps running (and
+// counting against the bound) but is no longer the one its token's checks
+// join or whose verdict is cached.
 func (c *verdictCache) forget(key verdictKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cache != nil {
-		c.cache.Remove(key)
+		c.cache.Remove(key.fold)
 	}
-	delete(c.inflight, key)
-	c.forgets++
-	c.forgotten[c.forgets%uint64(len(c.forgotten))] = key
+	for k := range c.inflight { // at most MaxConcurrentChecks
+		if k.fold == key.fold {
+			delete(c.inflight, k)
+		}
+	}
+	n := c.forgets.Add(1)
+	c.forgotten[n%uint64(len(c.forgotten))] = key.fold
 }
 
 // spend spends one check of the miss budget, if it allows one: only a

@@ -393,7 +393,8 @@ func TestStreamWithinCacheTTL(t *testing.T) {
 // sign-out handler does.
 func (r *rig) signOut(authorization string) {
 	r.t.Helper()
-	r.fake.RevokeEndUserToken(strings.TrimPrefix(authorization, "Bearer "))
+	_, tok, _ := strings.Cut(authorization, " ")
+	r.fake.RevokeEndUserToken(tok)
 	if err := r.auth.Forget(context.Background(), authorization); err != nil {
 		r.t.Fatal(err)
 	}
@@ -415,6 +416,18 @@ func TestStreamRefusedAfterForget(t *testing.T) {
 			t.Errorf("%d authenticate calls; want 2 (when it opened, and after Forget)", n)
 		}
 	})
+	// A scheme is case-insensitive: a stream opened as "bearer T" is
+	// refused after Forget("Bearer T"), and the other way round.
+	for _, spell := range []struct{ opened, forgotten string }{{"bearer ", "Bearer "}, {"Bearer ", "BEARER "}} {
+		t.Run("bidi, opened as "+spell.opened+"forgotten as "+spell.forgotten, func(t *testing.T) {
+			r := newRig(t, rigConfig{})
+			tok := strings.TrimPrefix(r.token(), "Bearer ")
+			duplex := r.duplex(with(r.ctx, spell.opened+tok))
+			r.signOut(spell.forgotten + tok)
+			_, err := exchange(duplex)
+			r.wantStatus("the message after Forget of another spelling", err, codes.Unauthenticated, wantRelayed)
+		})
+	}
 	t.Run("server streaming, the handler returning nil", func(t *testing.T) {
 		r := newRig(t, rigConfig{})
 		tok := r.token()

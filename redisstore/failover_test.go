@@ -27,7 +27,7 @@ const (
 	// every couple of seconds and the test sees several refresh rounds.
 	failoverTokenLifetime = 2 * time.Second
 	// failoverStoreTimeout is the fleet's Config.SharedStoreTimeout: above
-	// the default (150 ms), and above a store operation's round trip under
+	// the default (200 ms), and above a store operation's round trip under
 	// the race detector on a 2-core host with a load average of 20, where
 	// redis-server itself waits for the CPU (at 100 ms, the replicas' reads
 	// of the token timed out and each fetched its own; a timeout opens the

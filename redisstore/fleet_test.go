@@ -291,6 +291,31 @@ func TestForgetReachesTheStore(t *testing.T) {
 	}
 }
 
+// Forget reaches every spelling of the scheme on every replica: a replica
+// that never saw the token does not read the verdict another replica
+// stored for "bearer T" after Forget("Bearer T").
+func TestForgetReachesEverySpellingInTheStore(t *testing.T) {
+	srv := seeded(t)
+	f := newFleet(t, srv, startRedis(t).Client(t), 2)
+	tok := srv.IssueEndUserToken("u-1")
+	checkAs := func(a *management.Authenticator, header string) error {
+		r := httptest.NewRequest("GET", "/me", nil)
+		r.Header.Set("Authorization", header)
+		_, err := a.Check(r)
+		return err
+	}
+	if err := checkAs(f.nodes[0].auth, "bearer "+tok); err != nil {
+		t.Fatal(err)
+	}
+	srv.RevokeEndUserToken(tok)
+	if err := f.nodes[0].auth.Forget(context.Background(), "Bearer "+tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAs(f.nodes[1].auth, "bearer "+tok); !errors.Is(err, management.ErrInvalidToken) {
+		t.Errorf("\"bearer\" after Forget of \"Bearer\" on another replica: %v; want ErrInvalidToken", err)
+	}
+}
+
 // After the service refuses the fleet's token (401), one replica replaces
 // it; the others, refused the same stale token, take the replacement
 // rather than replacing a good token again.

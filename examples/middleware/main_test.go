@@ -50,10 +50,12 @@ func TestProtectedRoute(t *testing.T) {
 }
 
 // The -outage demo, on synctest's clock: during an outage of 20s the
-// confirmed token passes on /me (Stale once its verdict expired) and is
-// refused on /account; the token never confirmed gets 503, with
-// Retry-After once the breaker holds the calls; after the outage both pass
-// fresh again within one cool-down.
+// confirmed token passes on /me, Stale, and is refused on /account; the
+// token never confirmed gets 503, with Retry-After once the breaker holds
+// the calls; after the outage both pass fresh again within one cool-down.
+// With the Client's default retries, the onset shows: the first row's
+// checks wait for their calls' retries (a second or more), and from the
+// third row, the breaker open, every check answers at once.
 func TestOutageDemo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out strings.Builder
@@ -72,15 +74,20 @@ func TestOutageDemo(t *testing.T) {
 				back = append(back, line)
 			}
 		}
-		// The cool-down in force when the service comes back is at most
-		// 16s plus its jitter (20%): a probe that failed at the last
-		// moment of the outage is followed by the next one up to 19.2s
-		// later, so up to 20 rows still pass stale, then one passes fresh
-		// (21; one more for a probe that lands on a row's second).
-		if len(down) != 20 || len(back) == 0 || len(back) > 22 {
-			t.Fatalf("%d rows down, %d back; want 20, then fresh passes within the longest cool-down:\n%s", len(down), len(back), out.String())
+		// A row a second, the first two slower (each check of the onset
+		// waits for its call's retries, 1 to 3.75 s). The cool-down in
+		// force when the service comes back is at most 16s plus its jitter
+		// (20%): a probe that failed at the last moment of the outage is
+		// followed by the next one up to 19.2s later, so up to 20 rows
+		// still pass stale, then one passes fresh (21; one more for a probe
+		// that lands on a row's second).
+		if len(down) < 13 || len(down) > 20 || len(back) == 0 || len(back) > 22 {
+			t.Fatalf("%d rows down, %d back; want 13 to 20, then fresh passes within the longest cool-down:\n%s", len(down), len(back), out.String())
 		}
-		confirmed := regexp.MustCompile(`confirmed /me: 200 (Stale )? +never`)
+		if !regexp.MustCompile(`confirmed /me: 200 Stale in [1-9][0-9.]*s`).MatchString(down[0]) {
+			t.Errorf("the first row does not show the onset, a check waiting a second or more:\n%s", down[0])
+		}
+		confirmed := regexp.MustCompile(`confirmed /me: 200( Stale)?( in [0-9.]+s)? +never`)
 		for i, line := range down {
 			if !confirmed.MatchString(line) {
 				t.Errorf("the confirmed token refused on /me during the outage:\n%s", line)
@@ -89,8 +96,8 @@ func TestOutageDemo(t *testing.T) {
 				t.Errorf("the token never confirmed not refused during the outage:\n%s", line)
 			}
 			if i > 1 && (!strings.Contains(line, "confirmed /me: 200 Stale") || !strings.Contains(line, "/account: 503") ||
-				!regexp.MustCompile(`never confirmed /me: 503 Retry-After [1-9]`).MatchString(line)) {
-				t.Errorf("once the breaker is open: want a stale pass on /me, 503 on /account and Retry-After for the token never confirmed:\n%s", line)
+				!regexp.MustCompile(`never confirmed /me: 503 Retry-After [1-9]`).MatchString(line) || strings.Contains(line, " in ")) {
+				t.Errorf("once the breaker is open: want a stale pass on /me, 503 on /account and Retry-After for the token never confirmed, at once:\n%s", line)
 			}
 		}
 		if last := back[len(back)-1]; !regexp.MustCompile(`confirmed /me: 200 +never confirmed /me: 200 +confirmed /account: 200\n`).MatchString(last) {

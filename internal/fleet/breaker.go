@@ -9,7 +9,8 @@ import (
 )
 
 // Breaker stops a kind of operation for a cool-down once it fails: after
-// Threshold failures in a row it opens, and the operations it guards are
+// Threshold failures in a row it opens (with Forgive, successes between
+// the failures wear the run down rather than end it), and the operations it guards are
 // refused at once (the caller goes on without them) until the cool-down
 // has passed; then one operation at a time is let through as a probe. A
 // probe that succeeds closes it at once; one that fails opens it for twice
@@ -27,6 +28,12 @@ import (
 type Breaker struct {
 	// Threshold is the number of failures in a row that opens it (0: 1).
 	Threshold int
+	// Forgive is the number of successes that take one failure off a run
+	// of failures; 0: a success ends the run. A Breaker whose operations
+	// fail on part of what it guards (some keys of a store) then still
+	// opens, while a failure now and then, among successes, never adds up
+	// to Threshold.
+	Forgive int
 	// CoolDown is the first cool-down; MaxCoolDown caps its growth.
 	CoolDown, MaxCoolDown time.Duration
 	// OnChange, when set, is told when the breaker opens and closes. It
@@ -38,7 +45,7 @@ type Breaker struct {
 	// that an operation on a closed Breaker takes no lock.
 	open     atomic.Bool
 	gen      atomic.Uint64 // changes when it opens and when it closes
-	failures atomic.Int64  // in a row, while closed
+	failures atomic.Int64  // the run of failures while closed, in steps (see step)
 	skipped  atomic.Int64  // operations refused since it opened
 
 	mu      sync.Mutex
@@ -131,7 +138,8 @@ func (b *Breaker) Remaining() time.Duration {
 func (t Ticket) Probe() bool { return t.probe }
 
 // Succeeded reports that the operation succeeded: a probe closes the
-// Breaker; any success ends a run of failures.
+// Breaker; any success ends a run of failures, or with Forgive wears it
+// down.
 func (t Ticket) Succeeded(ctx context.Context) {
 	if t.b == nil {
 		return
@@ -146,7 +154,11 @@ func (t Ticket) Succeeded(ctx context.Context) {
 		return // an operation let through before the Breaker last changed
 	}
 	if !b.open.Load() {
-		b.failures.Store(0)
+		if b.Forgive > 0 {
+			b.failures.Store(max(b.failures.Load()-1, 0))
+		} else {
+			b.failures.Store(0)
+		}
 		b.mu.Unlock()
 		return
 	}
@@ -187,7 +199,7 @@ func (t Ticket) Failed(ctx context.Context, err error) {
 		b.mu.Unlock()
 		return // a forced operation: the Breaker is open already
 	}
-	if b.failures.Add(1) < int64(max(b.Threshold, 1)) {
+	if b.failures.Add(b.step()) < int64(max(b.Threshold, 1))*b.step() {
 		b.mu.Unlock()
 		return
 	}
@@ -220,6 +232,9 @@ func (t Ticket) Abstained() {
 		t.b.probing = false
 	}
 }
+
+// step is what a failure adds to the run: Forgive successes take it off.
+func (b *Breaker) step() int64 { return int64(max(b.Forgive, 1)) }
 
 func (b *Breaker) changed(ctx context.Context, c Change) {
 	if b.OnChange != nil {

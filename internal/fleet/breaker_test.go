@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -283,5 +284,46 @@ func BenchmarkBreakerClosed(b *testing.B) {
 	for b.Loop() {
 		tk, _ := br.Allow()
 		tk.Succeeded(ctx)
+	}
+}
+
+// With Forgive, successes wear a run of failures down rather than end it:
+// Threshold failures in a row open the Breaker; a failure now and then
+// among successes (one in nine or fewer) never adds up; failures on part
+// of the operations (one in five, or a third, as a store failing on part
+// of its keys) open it.
+func TestBreakerForgive(t *testing.T) {
+	ctx := context.Background()
+	run := func(outcomes string) *Breaker {
+		b := &Breaker{Threshold: 3, Forgive: 8, CoolDown: time.Second, MaxCoolDown: time.Second}
+		for _, o := range outcomes {
+			tk, ok := b.Allow()
+			if !ok {
+				break
+			}
+			if o == 'F' {
+				tk.Failed(ctx, errDown)
+			} else {
+				tk.Succeeded(ctx)
+			}
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		outcomes string
+		open     bool
+	}{
+		{"FFF", true},
+		{"FF", false},
+		{"F" + strings.Repeat("S", 8) + "FF", false}, // one failure forgiven, then two
+		{"FFSF", false}, // an answer took an eighth of one off
+		{strings.Repeat("F"+strings.Repeat("S", 8), 40), false},         // a failure in nine: worn down each time
+		{strings.Repeat("FSSSS", 10), true},                             // a failure in five adds up
+		{strings.Repeat("FSS", 10), true},                               // a third of the operations failing
+		{strings.Repeat("F"+strings.Repeat("S", 20), 30) + "FF", false}, // a lone failure among answers, again and again
+	} {
+		if b := run(tc.outcomes); b.IsOpen() != tc.open {
+			t.Errorf("%s: open %v; want %v", tc.outcomes, b.IsOpen(), tc.open)
+		}
 	}
 }

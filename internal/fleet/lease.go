@@ -24,7 +24,8 @@ var FirstPollGaps = [...]time.Duration{20 * time.Millisecond, 40 * time.Millisec
 
 // Squatted leases: once a replica has waited out LeaseWaitsOut leases in a
 // row (each to the end of its patience, without the value appearing or the
-// lease coming free), it waits on no lease for a cool-down
+// lease coming free, and without the holder storing the value after the
+// replica left: see WaitedOut), it waits on no lease for a cool-down
 // (LeaseCoolDown, doubling while the one wait it then risks is waited out
 // too, up to LeaseMaxCoolDown) and produces each value itself at once. A
 // lease left by a replica that died, or held on purpose by whoever can
@@ -180,11 +181,34 @@ func (p *pollTurns) done(key string, at time.Time) {
 	}
 }
 
+// WaitedOut is a wait that ran out of patience on another replica's lease,
+// not yet counted by the Leases breaker: the replica produces the value
+// itself, then tells with Judge whether the lease's holder stored it
+// meanwhile. A holder that did was alive, only slower than the patience (a
+// busy host): its lease does not count as waited out. A nil *WaitedOut
+// does nothing.
+type WaitedOut struct {
+	t Ticket
+}
+
+// Judge counts the wait: as waited out, unless stored reports that the
+// lease's holder stored the value after this replica left.
+func (w *WaitedOut) Judge(ctx context.Context, stored bool) {
+	switch {
+	case w == nil:
+	case stored:
+		w.t.Succeeded(ctx)
+	default:
+		w.t.Failed(ctx, errWaitedOut)
+	}
+}
+
 // Await runs the lease protocol on s and returns the value read, or found
 // false when this replica must produce it: then unlock, when not nil,
 // releases the lease it holds (nil when the store failed, the wait gave up
-// or ctx ended).
-func Await[T any](ctx context.Context, s *Shared, l Lease, read func() (T, bool, error)) (v T, found bool, unlock func()) {
+// or ctx ended), and out, when not nil, is the wait that ran out of
+// patience, to judge once the value is produced.
+func Await[T any](ctx context.Context, s *Shared, l Lease, read func() (T, bool, error)) (v T, found bool, unlock func(), out *WaitedOut) {
 	g := s.store.g
 	w := wait{g: g, key: l.Key, giveUp: time.Now().Add(l.Patience), unhurried: l.Unhurried}
 	if b := budgetOf(ctx); b != nil {
@@ -195,26 +219,26 @@ func Await[T any](ctx context.Context, s *Shared, l Lease, read func() (T, bool,
 		v, ok, err := read()
 		switch {
 		case err != nil:
-			return v, false, nil
+			return v, false, nil, nil
 		case ok:
 			w.found(ctx)
-			return v, true, nil
+			return v, true, nil, nil
 		}
 		release, locked, err := s.TryLock(ctx, l.Key, l.TTL)
 		switch {
 		case err != nil:
-			return v, false, nil
+			return v, false, nil, nil
 		case locked:
 			w.found(ctx) // the holder, if any, let it go: alive
 			unlock = func() { release(context.WithoutCancel(ctx)) }
 			if v, ok, err := read(); err == nil && ok {
 				unlock()
-				return v, true, nil
+				return v, true, nil, nil
 			}
-			return v, false, unlock
+			return v, false, unlock, nil
 		}
 		if !w.round(ctx) {
-			return v, false, nil
+			return v, false, nil, w.waitedOut()
 		}
 	}
 }
@@ -230,6 +254,18 @@ type wait struct {
 	ticket    Ticket    // from g.Leases, once the wait has begun
 	begun     bool      // the wait has begun (the lease was found held)
 	turn      time.Time // the latest round this wait was given
+	out       bool      // the wait ran out of patience: ticket is the caller's to judge
+}
+
+// waitedOut hands the ticket of a wait that ran out of patience to the
+// caller; nil for a wait that ended otherwise.
+func (w *wait) waitedOut() *WaitedOut {
+	if !w.out {
+		return nil
+	}
+	out := &WaitedOut{t: w.ticket}
+	w.ticket = Ticket{}
+	return out
 }
 
 // round waits for the next round on the key, and reports whether there
@@ -250,8 +286,7 @@ func (w *wait) round(ctx context.Context) bool {
 		now := time.Now()
 		giveUp, moved := w.deadline()
 		if !now.Before(giveUp) {
-			w.ticket.Failed(ctx, errWaitedOut)
-			w.ticket = Ticket{}
+			w.out = true // judged by the caller (see WaitedOut)
 			return false
 		}
 		if w.turn.IsZero() || !w.turn.After(now) {

@@ -9,6 +9,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"strconv"
+	"strings"
 )
 
 // Sealer derives the keys of one Client's entries in a SharedStore and seals
@@ -78,9 +80,17 @@ func NewSealer(master []byte, baseURL, prefix, clientID string) (*Sealer, error)
 //
 //	mg1:{<ns>}:token              the management token
 //	mg1:{<ns>}:token:lease        the lease on refreshing it
-//	mg1:<ns>:verdict:{<mac>}:epoch  an End User token's epoch, set by Forget (see the root's sharedverdicts.go)
-//	mg1:<ns>:verdict:{<mac>}[:e<epoch>]  the verdict, under the epoch read before asking
-//	mg1:<ns>:verdict:{<mac>}[:e<epoch>]:lease  the lease on asking about it
+//	mg1:<ns>:verdict:{<mac>}:epoch  an End User credential's epoch, set by Forget (see the root's sharedverdicts.go)
+//	mg1:<ns>:verdict:{<mac>}:s<spelling>[:e<epoch>]  the verdict on one spelling, under the epoch read before asking
+//	mg1:<ns>:verdict:{<mac>}:s<spelling>[:e<epoch>]:lease  the lease on asking about it
+//
+// <mac> is an HMAC of the Authorization value with its scheme in ASCII
+// lower case, so that one epoch holds for every spelling of the scheme
+// (RFC 9110, 11.1: the scheme is case-insensitive); <spelling> tells the
+// spellings apart (see Spelling), as the service answers each. The layout
+// before spellings keyed everything by an HMAC of the value as received,
+// with no :s part (UnfoldedVerdictStem); before hash tags, without braces
+// (LegacyVerdictKey).
 
 // ManagementTokenKey is the storage key of the fleet's management token.
 func (s *Sealer) ManagementTokenKey() string { return "mg1:{" + s.namespace + "}:token" }
@@ -88,10 +98,27 @@ func (s *Sealer) ManagementTokenKey() string { return "mg1:{" + s.namespace + "}
 // ManagementTokenLeaseKey is the storage key of the lease on refreshing it.
 func (s *Sealer) ManagementTokenLeaseKey() string { return s.ManagementTokenKey() + ":lease" }
 
-// VerdictStem is the storage key of the entries on an Authorization
-// header value: the verdict's (when no epoch was set), and the stem of its
-// lease's, epoch's and epoch-bound verdicts' keys.
+// VerdictStem is the stem of the storage keys of the entries on the
+// credential of an Authorization header value, whatever the spelling of
+// its scheme: its epoch's (stem + ":epoch"), and its verdicts' (see
+// VerdictSlot).
 func (s *Sealer) VerdictStem(authorization string) string {
+	return "mg1:" + s.namespace + ":verdict:{" + s.mac(Fold(authorization)) + "}"
+}
+
+// VerdictSlot is the storage key of the verdict on authorization, as
+// spelled, when no epoch was set, and the stem of its lease's and its
+// epoch-bound verdicts' keys.
+func (s *Sealer) VerdictSlot(authorization string) string {
+	return s.VerdictStem(authorization) + ":s" + strconv.FormatUint(Spelling(authorization), 16)
+}
+
+// UnfoldedVerdictStem is the stem the layout before spellings gave the
+// entries on authorization as received (its verdict, and its epoch at
+// stem + ":epoch"), which Forget still sets and deletes so that replicas
+// not yet upgraded during a rolling deploy stop accepting a forgotten
+// token. For a scheme in lower case it is VerdictStem: the epochs are one.
+func (s *Sealer) UnfoldedVerdictStem(authorization string) string {
 	return "mg1:" + s.namespace + ":verdict:{" + s.mac(authorization) + "}"
 }
 
@@ -100,6 +127,45 @@ func (s *Sealer) VerdictStem(authorization string) string {
 // upgraded during a rolling deploy stop accepting a forgotten token.
 func (s *Sealer) LegacyVerdictKey(authorization string) string {
 	return "mg1:" + s.namespace + ":verdict:" + s.mac(authorization)
+}
+
+// Fold returns authorization with its scheme (what precedes the first
+// space) in ASCII lower case: the credential, whatever the spelling of
+// the scheme. Only ASCII letters fold, as HTTP's case-insensitivity is
+// ASCII's, not Unicode's.
+func Fold(authorization string) string {
+	end := strings.IndexByte(authorization, ' ')
+	if end < 0 {
+		end = len(authorization)
+	}
+	if strings.IndexFunc(authorization[:end], func(r rune) bool { return 'A' <= r && r <= 'Z' }) < 0 {
+		return authorization
+	}
+	b := []byte(authorization)
+	for i := range end {
+		if 'A' <= b[i] && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Spelling tells apart the values that Fold makes one: which bytes of
+// the scheme are ASCII capitals, as a bit each for the first 64 (exact,
+// and 0 for a scheme in lower case), then mixed into the bits (FNV-1a)
+// for a longer scheme.
+func Spelling(authorization string) uint64 {
+	var bits uint64
+	for i := 0; i < len(authorization) && authorization[i] != ' '; i++ {
+		if c := authorization[i]; 'A' <= c && c <= 'Z' {
+			if i < 64 {
+				bits |= 1 << i
+			} else {
+				bits = (bits ^ uint64(i)) * 0x100000001b3
+			}
+		}
+	}
+	return bits
 }
 
 func (s *Sealer) mac(authorization string) string {

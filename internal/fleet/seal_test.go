@@ -97,9 +97,10 @@ func hashTag(key string) string {
 func TestKeyLayout(t *testing.T) {
 	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
 	stem, other := s.VerdictStem("Bearer eu-1"), s.VerdictStem("Bearer eu-2")
+	slot := s.VerdictSlot("Bearer eu-1")
 	groups := [][]string{
 		{s.ManagementTokenKey(), s.ManagementTokenLeaseKey()},
-		{stem, stem + ":lease", stem + ":epoch", stem + ":eAAAAAAAAAAAAAAAA"},
+		{stem + ":epoch", slot, slot + ":lease", slot + ":eAAAAAAAAAAAAAAAA", s.VerdictSlot("bearer eu-1") + ":lease"},
 	}
 	for _, keys := range groups {
 		for _, k := range keys {
@@ -116,5 +117,51 @@ func TestKeyLayout(t *testing.T) {
 	}
 	if s.LegacyVerdictKey("Bearer eu-1") == stem {
 		t.Error("the legacy verdict key is the new one")
+	}
+	// The layout before spellings: its epoch is this one's for a scheme
+	// in lower case, and its verdicts are never read as this one's.
+	if s.UnfoldedVerdictStem("bearer eu-1") != stem || s.UnfoldedVerdictStem("Bearer eu-1") == stem {
+		t.Error("the stem before spellings is not the lower-case spelling's stem, and only its")
+	}
+	if strings.HasPrefix(s.UnfoldedVerdictStem("Bearer eu-1"), slot) || slot == stem {
+		t.Error("a verdict of the layout before spellings shares a slot with this one's")
+	}
+}
+
+// One credential has one stem whatever the ASCII case of its scheme, and
+// each spelling its own slot; other bytes, Unicode letters that fold to
+// ASCII ones included, make another credential.
+func TestSpellings(t *testing.T) {
+	s := newTestSealer(t, "secret-1", "https://a.example", "client-1")
+	spellings := []string{"bearer T", "Bearer T", "BEARER T", "bEaReR T", "Bearer T"}
+	slots := map[string]bool{}
+	for _, h := range spellings {
+		if s.VerdictStem(h) != s.VerdictStem("bearer T") {
+			t.Errorf("%q has a stem of its own", h)
+		}
+		slots[s.VerdictSlot(h)] = true
+		if Fold(h) != "bearer T" {
+			t.Errorf("Fold(%q) = %q; want %q", h, Fold(h), "bearer T")
+		}
+	}
+	if len(slots) != 4 {
+		t.Errorf("%d slots for 4 spellings; want one each", len(slots))
+	}
+	for _, h := range []string{"Bearer t", "Bearer  T", "Bear\u212Aer T", "\u212Aey T", "Beare\u0280 T"} {
+		if s.VerdictStem(h) == s.VerdictStem("bearer T") {
+			t.Errorf("%q shares the stem of %q", h, "Bearer T")
+		}
+	}
+	if Spelling("bearer T") != 0 || Spelling("Bearer T") != 1 || Spelling("Bearer") != 1 {
+		t.Errorf("spellings %d, %d, %d; want 0, 1, 1", Spelling("bearer T"), Spelling("Bearer T"), Spelling("Bearer"))
+	}
+	long := strings.Repeat("a", 70)
+	seen := map[uint64]string{}
+	for _, scheme := range []string{"bb", "Bb", "bB", "BB"} { // one credential, four spellings
+		h := long + scheme + " T"
+		if other, dup := seen[Spelling(h)]; dup {
+			t.Errorf("schemes of more than 64 bytes: %q and %q spelled alike", other, h)
+		}
+		seen[Spelling(h)] = h
 	}
 }

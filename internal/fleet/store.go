@@ -43,10 +43,11 @@ var ErrSkipped = errors.New("shared store: left alone for now (failing recently,
 // store does with its context (go-redis, for one, ignores the deadline on
 // socket reads unless told otherwise): an operation that overruns its time
 // is abandoned, its error is the deadline's, and it finishes in the
-// background, counted, within MaxCalls. A failure or an operation that
-// times out opens Breaker; a Client then goes on without its stores for a
-// cool-down. Leases is the Breaker of the waits on other replicas' leases
-// (see Await). Set the fields before the first use.
+// background, counted, within MaxCalls. Breaker judges the store by what
+// each operation did in its own time (see do); a Client then goes on
+// without its stores for a cool-down. Leases is the Breaker of the waits
+// on other replicas' leases (see Await). Set the fields before the first
+// use.
 type Guard struct {
 	// Timeout bounds one operation (Config.SharedStoreTimeout).
 	Timeout time.Duration
@@ -89,19 +90,24 @@ type forced struct{}
 func Forced(ctx context.Context) context.Context { return context.WithValue(ctx, forced{}, true) }
 
 // do runs op on the store, unless the Breaker or the call's budget refuses
-// it (ErrSkipped) or MaxCalls are running (ErrBusy), with a context bounded
-// by the Guard's Timeout and by what is left of the call's budget (see
-// WithBudget) and its Hurry; it returns op's result, or an error matching
-// context.DeadlineExceeded once that time passes (ctx's error once ctx
-// ends), abandoning op. A panic of op is its error, logged.
+// it (ErrSkipped) or MaxCalls are running (ErrBusy). The caller waits for
+// it at most the Guard's Timeout, what is left of the call's budget (see
+// WithBudget) and what its Hurry asks, and gets op's result, or an error
+// matching context.DeadlineExceeded once that time passes (ctx's error
+// once ctx ends), abandoning op. A panic of op is its error, logged.
 //
-// The outcome goes to the Breaker: a failure opens it, and so does a
-// timeout when op was given at least a quarter of the Guard's Timeout (a
-// call with less time left says little of the store); an operation
-// whose caller gave up first (ctx ended, or a Hurry) says nothing. When
-// the Breaker lets op through as its probe, probe (a read of op's key)
-// runs instead, in the background (see Guard.probe), and the caller goes
-// on without the store: no caller waits on a store that may still hang.
+// The Breaker judges the store, not the caller's patience nor the host's
+// load: op has Judged from its start (twice the Guard's Timeout), whatever
+// its caller waits (an op abandoned runs on in the background, no longer
+// tied to ctx), and its outcome is what the store did in that time. An
+// answer within it, however slow and however long after its caller left,
+// is a success: on a busy host, an answer may reach the replica late, its
+// reader waiting for the CPU. A store error, or no answer in that time, is
+// a failure; an op whose caller's context ended while it waited says
+// nothing. When the Breaker lets op through as
+// its probe, probe (a read of op's key) runs instead, in the background
+// (see Guard.probe), and the caller goes on without the store: no caller
+// waits on a store that may still hang.
 //
 // orphan, when not nil, gets what an abandoned op returns without an
 // error, once it returns: what no caller will use, such as a lease taken
@@ -109,12 +115,12 @@ func Forced(ctx context.Context) context.Context { return context.WithValue(ctx,
 func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error, op func(context.Context) (T, error), orphan func(T)) (T, error) {
 	var zero T
 	b := budgetOf(ctx)
-	limit := g.Timeout
+	wait := g.Timeout
 	var hurry *Hurry
 	if b != nil {
-		limit = min(limit, b.Left())
+		wait = min(wait, b.Left())
 		hurry = b.hurry
-		if limit <= 0 {
+		if wait <= 0 {
 			return zero, ErrSkipped
 		}
 	}
@@ -135,17 +141,9 @@ func do[T any](ctx context.Context, g *Guard, probe func(context.Context) error,
 		return zero, ErrBusy
 	}
 	start := time.Now()
-	v, end, err := run(ctx, g, limit, hurry, op, orphan)
+	v, err := run(ctx, g, wait, hurry, t, op, orphan)
 	if b != nil {
 		b.spend(time.Since(start))
-	}
-	switch {
-	case err == nil:
-		t.Succeeded(ctx)
-	case end == cut, end == timedOut && limit < g.Timeout/4:
-		t.Abstained()
-	default:
-		t.Failed(ctx, err)
 	}
 	return v, err
 }
@@ -170,31 +168,73 @@ func (g *Guard) probe(ctx context.Context, t Ticket, op func(context.Context) er
 				g.LogPanic(ctx, p, false)
 			}
 		}()
-		_, _, err := run(ctx, g, g.Timeout, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) }, nil)
-		if err != nil {
-			t.Failed(ctx, err)
-			return
-		}
-		t.Succeeded(ctx)
+		_, _ = run(ctx, g, g.Judged(), nil, t, func(ctx context.Context) (struct{}, error) { return struct{}{}, op(ctx) }, nil)
 	}()
 }
 
-// ending is how a store operation ended for its caller.
-type ending int
+// Judged is how long after its start an operation is judged (see do): an
+// answer by then is the store answering, none a failure. Its callers wait
+// for it at most the Guard's Timeout, so that a hung store costs each of
+// them that long, and the Breaker opens once the operations started in
+// the store's first Judged have failed.
+func (g *Guard) Judged() time.Duration { return 2 * g.Timeout }
 
-const (
-	answered ending = iota // with a result or the store's own error
-	timedOut               // at its time limit
-	cut                    // its caller gave up first (ctx ended, or a Hurry)
-)
+// judgement is the Breaker's verdict on one operation, given once, by
+// whichever sees first how the operation went: its goroutine when it
+// returns, its caller when the operation's context ended while it waited,
+// or a timer at the end of the operation's time, once its caller left.
+type judgement struct {
+	t    Ticket
+	once atomic.Bool
+	cut  atomic.Bool // the caller's context ended while it waited: no news of the store
+}
 
-// run runs op in a goroutine of its own with a context that ends after
-// limit, and returns its result, or an error once the context ends or
-// hurry asks the caller's result by a time that has come. orphan: see do.
-func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry, op func(context.Context) (T, error), orphan func(T)) (T, ending, error) {
+// answered judges an operation that returned err (within its time, unless
+// opCtx has ended).
+func (j *judgement) answered(ctx, opCtx context.Context, err error) {
+	switch {
+	case !j.once.CompareAndSwap(false, true):
+	case err == nil:
+		j.t.Succeeded(ctx)
+	case opCtx.Err() != nil && j.cut.Load():
+		j.t.Abstained()
+	default:
+		j.t.Failed(ctx, err)
+	}
+}
+
+// timedOut judges an operation whose time (opCtx) ended before it
+// returned.
+func (j *judgement) timedOut(ctx, opCtx context.Context) {
+	switch {
+	case !j.once.CompareAndSwap(false, true):
+	case j.cut.Load() || !errors.Is(opCtx.Err(), context.DeadlineExceeded):
+		j.t.Abstained()
+	default:
+		j.t.Failed(ctx, fmt.Errorf("shared store: no answer in time: %w", opCtx.Err()))
+	}
+}
+
+// run runs op, judged as t, in a goroutine of its own with a context that
+// ends after Judged (or when ctx ends while the caller waits), and returns
+// its result, or an error once the caller stops waiting: after wait (at
+// most the Guard's Timeout), once ctx ends, or once hurry asks the
+// caller's result by a time that has come. The caller judges an op it waited for
+// (after it has the result: the Breaker's OnChange is hosted code); the
+// op's goroutine, or a timer at the end of its time, one it left. orphan:
+// see do.
+func run[T any](ctx context.Context, g *Guard, wait time.Duration, hurry *Hurry, t Ticket, op func(context.Context) (T, error), orphan func(T)) (T, error) {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel() // a store that honours its context may yet end an abandoned call early
+	j := &judgement{t: t}
+	// The op's own time, which its caller's leaving does not shorten: a
+	// store that honours its context still ends an abandoned op then.
+	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.Judged())
+	// While its caller waits, the op ends with the caller's context.
+	unfollow := context.AfterFunc(parent, func() {
+		defer g.contain(parent) // nothing here panics; listed as every goroutine is
+		j.cut.Store(true)
+		cancel()
+	})
 	type result struct {
 		v   T
 		err error
@@ -203,18 +243,30 @@ func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry
 	// claimed is set by whichever comes first: op's goroutine, once done
 	// holds its result, or the caller abandoning op.
 	var claimed atomic.Bool
+	left := func(err error) { // the caller left op: judged here, contained
+		defer g.contain(parent)
+		j.answered(parent, opCtx, err)
+	}
 	go func() {
 		defer g.running.Add(-1)
+		defer cancel() // a store that honours its context may yet end an abandoned call early
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: g.Panicked()} // the caller first: the log below is hosted code
-				g.LogPanic(ctx, p, true)
+				err := g.Panicked()
+				done <- result{err: err} // the caller first: what follows is hosted code
+				if !claimed.CompareAndSwap(false, true) {
+					left(err)
+				}
+				g.LogPanic(opCtx, p, true)
 			}
 		}()
-		v, err := op(ctx)
+		v, err := op(opCtx)
 		done <- result{v, err}
-		if !claimed.CompareAndSwap(false, true) && err == nil && orphan != nil {
-			orphan(v) // still counted in running, as the call it undoes was
+		if !claimed.CompareAndSwap(false, true) {
+			left(err)
+			if err == nil && orphan != nil {
+				orphan(v) // still counted in running, as the call it undoes was
+			}
 		}
 	}()
 	var moved <-chan struct{}
@@ -222,22 +274,28 @@ func run[T any](ctx context.Context, g *Guard, limit time.Duration, hurry *Hurry
 		_, _, moved = hurry.state()
 	}
 	var hurried <-chan time.Time
-	end := timedOut
+	timer := time.NewTimer(min(wait, g.Timeout))
+	defer timer.Stop()
+	limit := timer.C
+	hurriedAway := false
 wait:
 	for {
 		select {
 		case r := <-done:
-			switch {
-			case r.err == nil || ctx.Err() == nil:
-				return r.v, answered, r.err
-			case parent.Err() != nil:
-				return r.v, cut, r.err
+			unfollow()
+			j.answered(parent, opCtx, r.err)
+			return r.v, r.err
+		case <-opCtx.Done(): // its whole time, or the caller's context ended
+			select {
+			case r := <-done: // it answered, and its goroutine ended its context
+				unfollow()
+				j.answered(parent, opCtx, r.err)
+				return r.v, r.err
+			default:
 			}
-			return r.v, timedOut, r.err
-		case <-ctx.Done():
-			if parent.Err() != nil {
-				end = cut
-			}
+			j.timedOut(parent, opCtx)
+			break wait
+		case <-limit:
 			break wait
 		case <-moved:
 			var by time.Time
@@ -248,26 +306,45 @@ wait:
 				hurried = timer.C
 				continue
 			}
-			end = cut
+			hurriedAway = true
 			break wait
 		case <-hurried:
-			end = cut
+			hurriedAway = true
 			break wait
 		}
 	}
-	if !claimed.CompareAndSwap(false, true) { // it answered just as the time ran out
+	if !claimed.CompareAndSwap(false, true) { // it answered just as the caller left
+		unfollow()
 		r := <-done
-		if r.err != nil {
-			return r.v, end, r.err
-		}
-		return r.v, answered, nil
+		j.answered(parent, opCtx, r.err)
+		return r.v, r.err
 	}
 	g.abandoned.Add(1)
-	var zero T
-	if end == cut && parent.Err() == nil {
-		return zero, cut, fmt.Errorf("shared store: call abandoned: its caller needs the result now: %w", context.DeadlineExceeded)
+	if unfollow() {
+		// Left before the op's time is up: the op runs on, no longer tied
+		// to ctx, and is judged when it returns or when its time is up.
+		context.AfterFunc(opCtx, func() {
+			defer g.contain(parent)
+			j.timedOut(parent, opCtx)
+		})
 	}
-	return zero, end, fmt.Errorf("shared store: call abandoned after %v: %w", limit, ctx.Err())
+	var zero T
+	switch err := parent.Err(); {
+	case err != nil:
+		return zero, fmt.Errorf("shared store: call abandoned: %w", err)
+	case hurriedAway:
+		return zero, fmt.Errorf("shared store: call abandoned: its caller needs the result now: %w", context.DeadlineExceeded)
+	}
+	return zero, fmt.Errorf("shared store: call abandoned after %v: %w", min(wait, g.Timeout), context.DeadlineExceeded)
+}
+
+// contain, deferred where the SDK tells the Breaker in a goroutine of its
+// own (its OnChange is hosted code: a Logger, an Observer), recovers a
+// panic there and logs it; no caller is affected.
+func (g *Guard) contain(ctx context.Context) {
+	if p := recover(); p != nil {
+		g.LogPanic(ctx, p, false)
+	}
 }
 
 // Guarded is a Store with every operation bounded by a Guard.

@@ -44,8 +44,8 @@ func newGuard(timeout time.Duration) *Guard {
 }
 
 // Each call on a store that hangs takes exactly the Guard's timeout, and
-// the store sees a context that ends then; the call is abandoned, counted,
-// and ends when the store answers.
+// the store sees a context that ends after Judged (twice that): the call
+// is abandoned, counted, and ends when the store answers.
 func TestCallAbandonedAtTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
@@ -62,8 +62,8 @@ func TestCallAbandonedAtTimeout(t *testing.T) {
 		if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took != 30*time.Millisecond {
 			t.Errorf("Get on a hung store: %v after %v; want the deadline's error after 30ms", err, took)
 		}
-		if got := <-saw; got != 30*time.Millisecond {
-			t.Errorf("the store's context had %v left; want 30ms", got)
+		if got := <-saw; got != 60*time.Millisecond {
+			t.Errorf("the store's context had %v left; want Judged, 60ms", got)
 		}
 		close(release)
 		synctest.Wait()
@@ -73,10 +73,11 @@ func TestCallAbandonedAtTimeout(t *testing.T) {
 	})
 }
 
-// A store that hangs costs one timeout, not one per call: the first
-// operation's timeout opens the Breaker, and the operations after it are
-// skipped at once, without reaching the store; the probe after the
-// cool-down runs in the background, and its answer closes the Breaker.
+// A store that hangs costs each operation that meets it one timeout, until
+// the Breaker opens: the first operation's failure, judged once its time
+// (Judged) is up, opens it, and the operations after are skipped at once,
+// without reaching the store; the probe after the cool-down runs in the
+// background, and its answer closes the Breaker.
 func TestHungStoreCostsOneTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
@@ -84,15 +85,21 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 		g := newGuard(100 * time.Millisecond)
 		s := g.Guard(store)
 		ctx := context.Background()
-		start := time.Now()
+		var waited []time.Duration
 		for range 50 {
+			start := time.Now()
 			_, _ = s.Get(ctx, "k")
+			waited = append(waited, time.Since(start))
+			time.Sleep(time.Millisecond) // the pace of the calls
 		}
-		if took := time.Since(start); took != 100*time.Millisecond {
-			t.Errorf("50 operations on a hung store took %v; want one timeout, 100ms", took)
+		// The first at 0, the second at 101 ms; the first is judged at 200 ms.
+		for i, w := range waited {
+			if want := time.Duration(0); (i < 2 && w != 100*time.Millisecond) || (i >= 2 && w != want) {
+				t.Errorf("operation %d waited %v; want 100ms for the first two, then nothing", i, w)
+			}
 		}
-		if got := store.calls.Load(); got != 1 {
-			t.Errorf("the store was called %d times; want 1", got)
+		if got := store.calls.Load(); got != 2 {
+			t.Errorf("the store was called %d times; want 2", got)
 		}
 		if _, err := s.Get(ctx, "k"); !errors.Is(err, ErrSkipped) {
 			t.Errorf("an operation while open: %v; want ErrSkipped", err)
@@ -100,20 +107,20 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 		// Past the cool-down, an operation starts the probe and goes on
 		// without waiting for it.
 		time.Sleep(200 * time.Millisecond)
-		start = time.Now()
+		start := time.Now()
 		if _, err := s.Get(ctx, "k"); !errors.Is(err, ErrSkipped) || time.Since(start) != 0 {
 			t.Errorf("the operation that starts the probe: %v after %v; want ErrSkipped at once", err, time.Since(start))
 		}
 		synctest.Wait()
-		if got := store.calls.Load(); got != 2 {
-			t.Errorf("the store was called %d times; want 2 (the probe)", got)
+		if got := store.calls.Load(); got != 3 {
+			t.Errorf("the store was called %d times; want 3 (the probe)", got)
 		}
 		close(release) // the probe answers: the Breaker closes
 		synctest.Wait()
 		if g.Breaker.IsOpen() {
 			t.Error("the probe's answer did not close the Breaker")
 		}
-		if _, err := s.Get(ctx, "k"); err != nil || store.calls.Load() != 3 {
+		if _, err := s.Get(ctx, "k"); err != nil || store.calls.Load() != 4 {
 			t.Errorf("an operation after the probe: %v, %d store calls; want the store used", err, store.calls.Load())
 		}
 	})
@@ -121,8 +128,8 @@ func TestHungStoreCostsOneTimeout(t *testing.T) {
 
 // A call's budget bounds its store time in all: operations that each take
 // 700 ms, within a timeout of 750 ms, leave the second 50 ms, and then
-// none; being cut by the budget rather than the timeout, it does not open
-// the Breaker.
+// none. The operation its caller left runs on and answers within the
+// timeout: a slow answer is not a failure, and the Breaker stays closed.
 func TestBudgetBoundsACallsStoreTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &stubStore{answer: func(ctx context.Context) error {
@@ -149,10 +156,56 @@ func TestBudgetBoundsACallsStoreTime(t *testing.T) {
 		if took := time.Since(start); took != 750*time.Millisecond {
 			t.Errorf("three operations took %v; want the budget, 750ms", took)
 		}
+		time.Sleep(time.Second) // the abandoned operation answers in the background
 		if g.Breaker.IsOpen() {
-			t.Error("an operation cut short by the call's budget opened the Breaker")
+			t.Error("an operation cut short by the call's budget, which then answered in its time, opened the Breaker")
+		}
+		if g.Running() != 0 || store.calls.Load() != 2 {
+			t.Errorf("running %d, %d store calls; want 0 and 2", g.Running(), store.calls.Load())
 		}
 	})
+}
+
+// An operation's outcome is what the store did in the operation's whole
+// time (Judged, twice the timeout), whoever waited for it: one its caller
+// left (its budget spent, or at the timeout) and which the store answers
+// later within that time counts as an answer, and opens nothing; one the
+// store does not answer within it is a failure, told to the Breaker when
+// the time is up, though no caller waited that long.
+func TestOperationJudgedInItsOwnTime(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer time.Duration // when the store answers
+		open   bool
+	}{
+		{"answered after its caller's budget", 90 * time.Millisecond, false},
+		{"answered after its caller's timeout", 150 * time.Millisecond, false},
+		{"not answered in time", 250 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &stubStore{answer: func(context.Context) error {
+					time.Sleep(tc.answer) // ignoring its context, as a hung network client does
+					return nil
+				}}
+				g := newGuard(100 * time.Millisecond)
+				ctx := WithBudget(context.Background(), 10*time.Millisecond, nil)
+				start := time.Now()
+				if _, err := g.Guard(store).Get(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 10*time.Millisecond {
+					t.Fatalf("Get: %v after %v; want the deadline's error after the budget, 10ms", err, time.Since(start))
+				}
+				if g.Breaker.IsOpen() {
+					t.Fatal("the Breaker opened when the caller left")
+				}
+				time.Sleep(g.Judged())
+				synctest.Wait()
+				if g.Breaker.IsOpen() != tc.open {
+					t.Errorf("Breaker open %v once the operation's time is up; want %v", g.Breaker.IsOpen(), tc.open)
+				}
+				time.Sleep(tc.answer)
+			})
+		})
+	}
 }
 
 // A call's budget is half its time left when that is less than the
