@@ -213,7 +213,15 @@ func (b *chunkedBody) Close() error { return nil }
 // decoder stopped there), is a cut text: the start of the token at its end
 // is redacted.
 func TestBodiesCutByTheReadAreCut(t *testing.T) {
-	for _, tail := range []string{mockToken[:8], percentAll(mockToken)[:14], `mgmt\u002dto`, `mgmt\u00`} {
+	// Each tail is the start of an echo of the token: whole, the echo
+	// is its tail and rest.
+	for _, echo := range []struct{ tail, rest string }{
+		{mockToken[:8], mockToken[8:]},
+		{percentAll(mockToken)[:14], percentAll(mockToken)[14:]},
+		{`mgmt\u002dto`, "ken-1"},
+		{`mgmt\u00`, "2dtoken-1"},
+	} {
+		tail := echo.tail
 		answer := func(status int, contentType string, chunks []string, err error) httpmock.Responder {
 			return func(r *http.Request) (*http.Response, error) {
 				resp := httpmock.NewStringResponse(status, "")
@@ -224,7 +232,10 @@ func TestBodiesCutByTheReadAreCut(t *testing.T) {
 		}
 		tests := map[string]httpmock.Responder{
 			"a connection dropped in an error body":        answer(400, "text/plain", []string{"refused: " + tail}, io.ErrUnexpectedEOF),
-			"a 2xx body whose first packet ends mid-token": answer(200, "text/html", []string{"<html>token " + tail, "en-1 more</html>"}, nil),
+			// The body is read on past what the decoder read (a
+			// DecodeError shows the same whatever the Go release's
+			// decoder buffers), so the echo is seen whole.
+			"a 2xx body whose first packet ends mid-token": answer(200, "text/html", []string{"<html>token " + tail, echo.rest + " more</html>"}, nil),
 			"a 2xx body that drops mid-token":              answer(200, "text/plain", []string{"token " + tail}, io.ErrUnexpectedEOF),
 		}
 		for name, responder := range tests {
@@ -245,7 +256,9 @@ func TestBodiesCutByTheReadAreCut(t *testing.T) {
 				case errors.As(err, &de):
 					body = de.Body
 				}
-				if !strings.HasSuffix(string(body), "REDACTED") {
+				if whole := strings.HasPrefix(name, "a 2xx body whose first packet"); whole && string(body) != "<html>token REDACTED more</html>" {
+					t.Errorf("body kept as %q; want the echo redacted whole", body)
+				} else if !whole && !strings.HasSuffix(string(body), "REDACTED") {
 					t.Errorf("body kept as %q; want its end redacted", body)
 				}
 				for _, out := range run.outputs(err) {
