@@ -231,7 +231,7 @@ func TestBodiesCutByTheReadAreCut(t *testing.T) {
 			}
 		}
 		tests := map[string]httpmock.Responder{
-			"a connection dropped in an error body":        answer(400, "text/plain", []string{"refused: " + tail}, io.ErrUnexpectedEOF),
+			"a connection dropped in an error body": answer(400, "text/plain", []string{"refused: " + tail}, io.ErrUnexpectedEOF),
 			// The body is read on past what the decoder read (a
 			// DecodeError shows the same whatever the Go release's
 			// decoder buffers), so the echo is seen whole.
