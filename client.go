@@ -655,6 +655,8 @@ type bodyDecoder interface{ decode(r io.Reader) error }
 // error.
 type cutBodyError struct{ err error }
 
+// Error says the body was cut, then the read's own error: the text names
+// what happened to the answer, not what the decoder made of its start.
 func (e *cutBodyError) Error() string {
 	return "the body was cut short: " + e.err.Error()
 }

@@ -154,10 +154,23 @@ func (t *ties) order(ids []string) []string {
 // rankHeap is a min-heap of ranks.
 type rankHeap []int
 
-func (h rankHeap) Len() int           { return len(h) }
+// Len, Less, Swap, Push and Pop make rankHeap a container/heap.Interface:
+// the seeding order takes the lowest ready rank first, so that items the
+// pages do not order keep the order they were first shown in.
+
+// Len is the number of ranks held.
+func (h rankHeap) Len() int { return len(h) }
+
+// Less orders the lower rank first: a min-heap.
 func (h rankHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *rankHeap) Push(x any)        { *h = append(*h, x.(int)) }
+
+// Swap exchanges two ranks, for container/heap.
+func (h rankHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+
+// Push adds a rank, for container/heap; x is always an int.
+func (h *rankHeap) Push(x any) { *h = append(*h, x.(int)) }
+
+// Pop removes the last rank, which container/heap has moved there.
 func (h *rankHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]

@@ -553,6 +553,8 @@ type statusWriter struct {
 	status int
 }
 
+// WriteHeader records the first final status (an informational 1xx is
+// not the answer's) and passes code on.
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
@@ -560,6 +562,8 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Write records 200 when nothing set a status first, as net/http answers
+// then, and passes b on.
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
@@ -567,4 +571,6 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap returns the writer beneath, for http.ResponseController: the
+// fake hijacks its connection to cut an answer short.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
